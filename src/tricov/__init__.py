@@ -1,0 +1,35 @@
+"""tricov: fast dense linear algebra for covariance matrices.
+
+In-place triangular BLAS-3 and the Cholesky family, written once as recursions over GEMM and run
+on the CPU (NumPy) or on NVIDIA GPUs (CuPy, or PyTorch/JAX tensors through DLPack).
+
+>>> import numpy as np, tricov as tc
+>>> A = np.array([[4.0, 2.0], [2.0, 5.0]])
+>>> L = tc.potrf(A.copy())           # in place, lower triangle
+>>> tc.potrs(L, np.array([[6.0], [7.0]]))
+array([[1.],
+       [1.]])
+"""
+
+from ._errors import NotPositiveDefiniteError, SingularMatrixError
+from ._policy import leaf_sizes, set_leaf_size
+from .dense import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trtri
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NotPositiveDefiniteError",
+    "SingularMatrixError",
+    "lauum",
+    "leaf_sizes",
+    "posv",
+    "poti",
+    "potri",
+    "potrf",
+    "potrs",
+    "set_leaf_size",
+    "syrk",
+    "trmm",
+    "trsm",
+    "trtri",
+]

@@ -1,0 +1,185 @@
+"""Checking the arguments of a call and preparing its operands.
+
+:class:`Operands` takes the caller's arrays, checks them (array type, 2-D, dtype, one dtype for
+all, writeable outputs, no output overlapping another operand), picks the executor of their
+device, and inside its ``with`` block hands out logical views. Arrays whose strides allow it
+(F- or C-ordered blocks, any leading dimension) are used in place; any other strides are copied
+into a column-major buffer and, for outputs, copied back on exit, also when the call raises.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._views import Mat, view_of
+from .backends.base import Executor
+
+__all__ = ["Operands", "real_scalar", "scalar"]
+
+SUPPORTED = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _is_cupy(x: Any) -> bool:
+    return type(x).__module__.startswith("cupy")
+
+
+def as_array(x: Any, name: str) -> Any:
+    """The NumPy or CuPy array behind ``x`` (DLPack producers are wrapped without a copy)."""
+    if isinstance(x, np.ndarray) or _is_cupy(x):
+        return x
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        device_type = int(x.__dlpack_device__()[0])
+        if device_type == 1:  # kDLCPU
+            arr = np.from_dlpack(x)
+            if not arr.flags.writeable:
+                # NumPy marks DLPack imports read-only; the producer's memory is ours to write.
+                arr = _writeable_alias(arr)
+            return arr
+        if device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            import cupy
+
+            return cupy.from_dlpack(x)
+        raise TypeError(f"{name} lives on a DLPack device of type {device_type}, which tricov "
+                        "does not support")
+    raise TypeError(f"{name} must be a NumPy or CuPy array (or a DLPack tensor), "
+                    f"got {type(x).__name__}")
+
+
+def _writeable_alias(arr: np.ndarray) -> np.ndarray:
+    """A writeable NumPy view of the same memory as ``arr``."""
+    iface = dict(arr.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+
+    class _Holder:
+        __array_interface__ = iface
+        base = arr
+
+    return np.asarray(_Holder())
+
+
+def scalar(value: Any, name: str, complex_: bool) -> complex | float:
+    """A Python scalar for ``value``, complex only if the data are complex."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    z = complex(value)
+    if complex_:
+        return z
+    if z.imag != 0:
+        raise TypeError(f"{name} is complex ({value!r}) but the arrays are real")
+    return z.real
+
+
+def real_scalar(value: Any, name: str) -> float:
+    """A real Python scalar for ``value`` (herk's alpha and beta)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    z = complex(value)
+    if z.imag != 0:
+        raise TypeError(f"{name} must be real for syrk/herk, got {value!r}")
+    return z.real
+
+
+@dataclass
+class _Operand:
+    name: str
+    user: Any
+    written: bool
+    work: Any = None
+
+
+def _overlap(x: Any, y: Any) -> bool:
+    if _is_cupy(x):
+        import cupy
+
+        return bool(cupy.shares_memory(x, y))
+    try:
+        return bool(np.shares_memory(x, y, max_work=10**6))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def executor_for(array: Any, dtype: np.dtype) -> Executor:
+    """The executor of the array's device, for one dtype."""
+    if _is_cupy(array):
+        from .backends.cuda import CUDAExecutor
+
+        return CUDAExecutor(dtype)
+    from .backends.cpu import CPUExecutor
+
+    return CPUExecutor(dtype)
+
+
+class Operands:
+    """The checked operands of one call.
+
+    Parameters
+    ----------
+    *items : (name, array, written)
+        Each operand with the name used in error messages and whether the call writes it.
+
+    Attributes
+    ----------
+    arrays : list
+        The operands as NumPy/CuPy arrays (DLPack tensors wrapped, no copy).
+    dtype : numpy.dtype
+    complex : bool
+    ex : Executor
+    """
+
+    def __init__(self, *items: tuple[str, Any, bool]) -> None:
+        ops = [_Operand(name, as_array(x, name), written) for name, x, written in items]
+        for op in ops:
+            if op.user.ndim != 2:
+                raise ValueError(f"{op.name} must be 2-D, got shape {tuple(op.user.shape)}")
+            if np.dtype(op.user.dtype) not in SUPPORTED:
+                raise TypeError(f"{op.name} has dtype {op.user.dtype}; tricov supports float32, "
+                                "float64, complex64 and complex128")
+            if op.written and not _is_cupy(op.user) and not op.user.flags.writeable:
+                raise ValueError(f"{op.name} is read-only, but the operation writes it in place")
+        dtypes = {np.dtype(op.user.dtype) for op in ops}
+        if len(dtypes) > 1:
+            desc = ", ".join(f"{op.name} is {op.user.dtype}" for op in ops)
+            raise TypeError(f"all operands must have one dtype ({desc})")
+        kinds = {_is_cupy(op.user) for op in ops}
+        if len(kinds) > 1:
+            raise TypeError("operands must all be on the CPU or all on the GPU")
+        for i, op in enumerate(ops):
+            for other in ops[i + 1:]:
+                if (op.written or other.written) and op.user.size and other.user.size \
+                        and _overlap(op.user, other.user):
+                    out, inp = (op, other) if op.written else (other, op)
+                    raise ValueError(f"{out.name} overlaps {inp.name} in memory; the output of "
+                                     "an in-place operation must not share memory with another "
+                                     "operand")
+        self._ops = ops
+        self.arrays = [op.user for op in ops]
+        self.dtype = dtypes.pop()
+        self.complex = self.dtype.kind == "c"
+        self.ex = executor_for(ops[0].user, self.dtype)
+        self.xp = self.ex.xp
+
+    def __enter__(self) -> list[Mat]:
+        views = []
+        for op in self._ops:
+            v = view_of(op.user)
+            if v is None:
+                op.work = self.xp.asfortranarray(op.user)
+                v = view_of(op.work)
+            views.append(v)
+        return views
+
+    def __exit__(self, *exc: object) -> None:
+        for op in self._ops:
+            if op.work is not None and op.written:
+                op.user[...] = op.work
+            op.work = None
+
+    def conj_inplace(self, index: int) -> None:
+        """Conjugate operand ``index`` (its working memory) in place."""
+        op = self._ops[index]
+        w = op.work if op.work is not None else op.user
+        self.xp.conjugate(w, out=w)

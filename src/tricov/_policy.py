@@ -1,0 +1,135 @@
+"""Leaf sizes: where each recursion stops and hands a block to the native kernel.
+
+A leaf size is a setting per (backend, operation, dtype). Defaults were measured on the machines
+named in ``benchmarks/``; ``tricov tune`` measures the best ones on the current machine and stores
+them in the user's cache directory (``$TRICOV_CACHE_DIR``, else ``$XDG_CACHE_HOME/tricov``, else
+``~/.cache/tricov``), where later runs find them. :func:`set_leaf_size` overrides one for the
+running process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["OPERATIONS", "LeafSizes", "cache_dir", "leaf_sizes", "set_leaf_size", "store_tuned"]
+
+#: Operations that have a leaf size.
+OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
+
+
+@dataclass(frozen=True, slots=True)
+class LeafSizes:
+    """Leaf size of each recursion (the recursion stops when its block is at most this)."""
+
+    trsm: int = 128
+    trmm: int = 128
+    syrk: int = 128
+    potrf: int = 128
+    trtri: int = 128
+    lauum: int = 128
+
+
+# Measured defaults (see benchmarks/cpu_leaf_sizes.md for the run that produced them).
+_DEFAULTS: dict[str, dict[str, LeafSizes]] = {
+    "cpu": {name: LeafSizes() for name in ("float32", "float64", "complex64", "complex128")},
+    "gpu": {name: LeafSizes(trsm=512, trmm=512, syrk=1024, potrf=512, trtri=512, lauum=512)
+            for name in ("float32", "float64", "complex64", "complex128")},
+}
+
+_lock = threading.Lock()
+_overrides: dict[tuple[str, str], LeafSizes] = {}
+_tuned: dict[tuple[str, str], LeafSizes] | None = None
+
+
+def cache_dir() -> Path:
+    """The directory where tricov keeps tuned settings."""
+    env = os.environ.get("TRICOV_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "tricov"
+
+
+def _tuned_file() -> Path:
+    return cache_dir() / "leaf_sizes.json"
+
+
+def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
+    global _tuned
+    if _tuned is None:
+        table: dict[tuple[str, str], LeafSizes] = {}
+        try:
+            raw = json.loads(_tuned_file().read_text())
+        except (OSError, ValueError):
+            raw = {}
+        names = {f.name for f in fields(LeafSizes)}
+        for backend, per_dtype in raw.get("leaf_sizes", {}).items():
+            for dtype, sizes in per_dtype.items():
+                base = _DEFAULTS.get(backend, {}).get(dtype, LeafSizes())
+                good = {k: int(v) for k, v in sizes.items() if k in names and int(v) >= 1}
+                table[(backend, dtype)] = replace(base, **good)
+        _tuned = table
+    return _tuned
+
+
+def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
+    """Leaf sizes in force for ``backend`` ("cpu", "gpu") and ``dtype``."""
+    key = (backend, np.dtype(dtype).name)
+    with _lock:
+        if key in _overrides:
+            return _overrides[key]
+        tuned = _load_tuned()
+    if key in tuned:
+        return tuned[key]
+    return _DEFAULTS.get(backend, {}).get(key[1], LeafSizes())
+
+
+def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> None:
+    """Override the leaf size of ``op`` for this process (``None`` removes all overrides).
+
+    Parameters
+    ----------
+    backend : {"cpu", "gpu"}
+    op : str
+        One of :data:`OPERATIONS`.
+    dtype : dtype
+    size : int or None
+        At least 1.
+    """
+    key = (backend, np.dtype(dtype).name)
+    if size is None:
+        with _lock:
+            _overrides.pop(key, None)
+        return
+    if op not in OPERATIONS:
+        raise ValueError(f"op must be one of {OPERATIONS}, got {op!r}")
+    if int(size) < 1:
+        raise ValueError(f"size must be at least 1, got {size}")
+    current = leaf_sizes(backend, dtype)
+    with _lock:
+        _overrides[key] = replace(current, **{op: int(size)})
+
+
+def store_tuned(backend: str, dtype: np.dtype, sizes: dict[str, int], info: dict) -> Path:
+    """Merge measured leaf sizes into the cache file and return its path."""
+    global _tuned
+    path = _tuned_file()
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raw = {}
+    raw.setdefault("leaf_sizes", {}).setdefault(backend, {})[np.dtype(dtype).name] = sizes
+    raw.setdefault("machine", {})[backend] = info
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(raw, indent=2, sort_keys=True))
+    tmp.replace(path)
+    with _lock:
+        _tuned = None
+    return path

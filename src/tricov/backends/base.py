@@ -1,0 +1,159 @@
+"""What every executor shares: turning logical views into BLAS-shaped calls.
+
+The recursions speak in logical views (:class:`tricov._views.Mat`) and a handful of primitives
+(GEMM, HERK/SYRK, and the triangular and Cholesky leaves). This base class normalises each call
+once, for every backend, by the two identities of the design:
+
+* an output stored transposed is handled by transposing the whole equation
+  (``C^T = B^T A^T``; a left-side solve on ``B^T`` becomes a right-side one on ``B``);
+* an output stored conjugated is handled by conjugating the whole equation.
+
+After that every operand is a column-major block with a BLAS letter N, T or C, and a backend
+only supplies the ``raw_*`` methods, which take BLAS arguments (letters, sizes, addresses,
+leading dimensions). A new executor is those few methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _options as opt
+from .._views import Mat
+
+__all__ = ["Executor", "herk_ops_ok", "trxm_ops_ok"]
+
+
+def trxm_ops_ok(tri: Mat, b: Mat, complex_: bool) -> bool:
+    """Whether ``tri X = B`` (or ``B = tri B``) maps to BLAS without conjugating B first."""
+    return not complex_ or (tri.op ^ b.op) != opt.R
+
+
+def herk_ops_ok(a: Mat, c: Mat, complex_: bool) -> bool:
+    """Whether ``C = a a^H + C`` maps to BLAS herk without conjugating C first."""
+    final = a.op ^ (opt.R if c.t else 0) ^ (c.op & opt.R)
+    return not complex_ or opt.has_t(final) == opt.has_c(final)
+
+
+class Executor:
+    """Logical primitives over raw BLAS-shaped ones, for one dtype on one device.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        float32, float64, complex64 or complex128.
+    """
+
+    #: Name of the backend, used for leaf-size policies ("cpu", "gpu").
+    backend: str = ""
+    #: The array module of the backend (numpy or cupy).
+    xp: Any = np
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.complex = self.dtype.kind == "c"
+
+    # ------------------------------------------------------------------ helpers
+    def _op(self, m: Mat) -> int:
+        return m.op if self.complex else m.op & opt.T
+
+    def _letter(self, m: Mat) -> bytes:
+        return opt.blas_letter(self._op(m), self.complex)
+
+    def _cj(self, x: complex) -> complex:
+        return x.conjugate() if self.complex else x
+
+    # ------------------------------------------------------------- primitives
+    def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat) -> None:
+        """``C = alpha A B + beta C`` on logical views."""
+        if c.t:
+            a, b, c = b.T, a.T, c.T
+        if self.complex and opt.has_c(c.op):
+            a, b, c = a.conj, b.conj, c.conj
+            alpha, beta = self._cj(alpha), self._cj(beta)
+        m, n, k = c.mrows, c.mcols, a.cols
+        if m == 0 or n == 0:
+            return
+        self.raw_gemm(self._letter(a), self._letter(b), m, n, k, alpha, a.ptr, a.ld,
+                      b.ptr, b.ld, beta, c.ptr, c.ld)
+
+    def _trxm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat):
+        side = b"L"
+        if b.t:
+            side, a, b, lower = b"R", a.T, b.T, not lower
+        if self.complex and opt.has_c(b.op):
+            a, b, alpha = a.conj, b.conj, self._cj(alpha)
+        uplo = b"L" if lower != a.t else b"U"
+        return (side, uplo, self._letter(a), b"U" if unit else b"N", b.mrows, b.mcols, alpha,
+                a.ptr, a.ld, b.ptr, b.ld)
+
+    def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        """Solve ``A X = alpha B`` in place of B; A is a logical lower or upper triangle."""
+        if b.rows and b.cols:
+            self.raw_trsm(*self._trxm(lower, unit, alpha, a, b))
+
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        """``B = alpha A B`` in place; A is a logical lower or upper triangle."""
+        if b.rows and b.cols:
+            self.raw_trmm(*self._trxm(lower, unit, alpha, a, b))
+
+    def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
+        """Lower triangle of ``C = alpha A A^H + beta C`` (syrk for real dtypes)."""
+        lower = True
+        if c.t:  # C^T = conj(C) for a Hermitian C
+            c, a, lower = c.T, a.conj, False
+        if self.complex and opt.has_c(c.op):
+            c, a = c.conj, a.conj
+        if c.mrows == 0:
+            return
+        op = self._op(a)
+        if op in (opt.T, opt.R) and self.complex:
+            raise AssertionError("herk reached with a transpose-only operand")
+        trans = b"N" if not opt.has_t(op) else (b"C" if self.complex else b"T")
+        self.raw_herk(b"L" if lower else b"U", trans, c.mrows, a.cols, alpha.real
+                      if isinstance(alpha, complex) else alpha, a.ptr, a.ld, beta, c.ptr, c.ld)
+
+    def _uplo(self, a: Mat) -> bytes:
+        return b"U" if a.t else b"L"
+
+    def potrf(self, a: Mat) -> int:
+        """Lower Cholesky factor of a logical view in place; LAPACK's info."""
+        return self.raw_potrf(self._uplo(a), a.rows, a.ptr, a.ld) if a.rows else 0
+
+    def trtri(self, unit: bool, a: Mat) -> int:
+        """Inverse of a logical lower triangle in place; LAPACK's info."""
+        if not a.rows:
+            return 0
+        return self.raw_trtri(self._uplo(a), b"U" if unit else b"N", a.rows, a.ptr, a.ld)
+
+    def lauum(self, a: Mat) -> None:
+        """``L^H L`` into the lower triangle of a logical view."""
+        if a.rows:
+            self.raw_lauum(self._uplo(a), a.rows, a.ptr, a.ld)
+
+    # ------------------------------------------------- raw, backend-specific
+    def raw_gemm(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
+                 lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int) -> None:
+        raise NotImplementedError
+
+    def raw_trsm(self, side: bytes, uplo: bytes, trans: bytes, diag: bytes, m: int, n: int,
+                 alpha: complex, a: int, lda: int, b: int, ldb: int) -> None:
+        raise NotImplementedError
+
+    def raw_trmm(self, side: bytes, uplo: bytes, trans: bytes, diag: bytes, m: int, n: int,
+                 alpha: complex, a: int, lda: int, b: int, ldb: int) -> None:
+        raise NotImplementedError
+
+    def raw_herk(self, uplo: bytes, trans: bytes, n: int, k: int, alpha: float, a: int,
+                 lda: int, beta: float, c: int, ldc: int) -> None:
+        raise NotImplementedError
+
+    def raw_potrf(self, uplo: bytes, n: int, a: int, lda: int) -> int:
+        raise NotImplementedError
+
+    def raw_trtri(self, uplo: bytes, diag: bytes, n: int, a: int, lda: int) -> int:
+        raise NotImplementedError
+
+    def raw_lauum(self, uplo: bytes, n: int, a: int, lda: int) -> None:
+        raise NotImplementedError

@@ -1,0 +1,80 @@
+"""Recursive Cholesky family: POTRF, TRTRI and LAUUM on a logical lower triangle.
+
+POTRI is TRTRI then LAUUM, POTI is POTRF then POTRI and POSV is POTRF then two TRSMs: the front
+end composes them. Upper triangles arrive here as the lower triangle of the transposed view.
+"""
+
+from __future__ import annotations
+
+from .._policy import LeafSizes
+from .._views import Mat
+from ..backends.base import Executor
+from .blas3 import herk, split, trmm, trsm
+
+__all__ = ["lauum", "potrf", "trtri"]
+
+
+def potrf(ex: Executor, nb: LeafSizes, a: Mat) -> int:
+    """Lower Cholesky factor in place; returns LAPACK's info (0, or the failing minor)::
+
+        L11 <- potrf(A11)
+        L21 <- A21 L11^-H                 TRSM (as conj(L11) L21^T = A21^T)
+        A22 <- A22 - L21 L21^H            HERK
+        L22 <- potrf(A22)
+    """
+    n = a.rows
+    if n <= nb.potrf:
+        return ex.potrf(a)
+    k = split(n)
+    a11, a21, _, a22 = a.quad(k)
+    info = potrf(ex, nb, a11)
+    if info:
+        return info
+    trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
+    herk(ex, nb, -1.0, a21, 1.0, a22)
+    info = potrf(ex, nb, a22)
+    return info + k if info else 0
+
+
+def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat) -> int:
+    """Inverse of a lower triangle in place; returns LAPACK's info::
+
+        X11 <- L11^-1                     recursive
+        A21 <- -A21 X11                   TRMM (as -X11^T A21^T)
+        X22 <- L22^-1                     recursive
+        A21 <- X22 A21                    TRMM
+    """
+    n = a.rows
+    if n <= nb.trtri:
+        return ex.trtri(unit, a)
+    k = split(n)
+    a11, a21, _, a22 = a.quad(k)
+    info = trtri(ex, nb, unit, a11)
+    if info:
+        return info
+    trmm(ex, nb, False, unit, -1.0, a11.T, a21.T)
+    info = trtri(ex, nb, unit, a22)
+    if info:
+        return info + k
+    trmm(ex, nb, True, unit, 1.0, a22, a21)
+    return 0
+
+
+def lauum(ex: Executor, nb: LeafSizes, a: Mat) -> None:
+    """``L^H L`` into the lower triangle, in place::
+
+        A11 <- L11^H L11                  recursive
+        A11 <- A11 + L21^H L21            HERK
+        A21 <- L22^H L21                  TRMM
+        A22 <- L22^H L22                  recursive
+    """
+    n = a.rows
+    if n <= nb.lauum:
+        ex.lauum(a)
+        return
+    k = split(n)
+    a11, a21, _, a22 = a.quad(k)
+    lauum(ex, nb, a11)
+    herk(ex, nb, 1.0, a21.H, 1.0, a11)
+    trmm(ex, nb, False, False, 1.0, a22.H, a21)
+    lauum(ex, nb, a22)
