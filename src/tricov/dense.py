@@ -199,9 +199,9 @@ def _lower_view(a: Mat, lower: bool) -> Mat:
 
 
 def _potrf_views(ops: Operands, a: Mat) -> None:
-    info = recursive.potrf(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), a)
-    if info:
-        raise NotPositiveDefiniteError(info)
+    recursive.potrf(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), a)
+    if ops.ex.info:
+        raise NotPositiveDefiniteError(ops.ex.info)
 
 
 def _check_diagonal(ops: Operands, arr: Any) -> None:
@@ -213,9 +213,9 @@ def _check_diagonal(ops: Operands, arr: Any) -> None:
 
 def _potri_views(ops: Operands, a: Mat) -> None:
     nb = leaf_sizes(ops.ex.backend, ops.dtype)
-    info = recursive.trtri(ops.ex, nb, False, a)
-    if info:
-        raise SingularMatrixError(info)
+    recursive.trtri(ops.ex, nb, False, a)
+    if ops.ex.info:
+        raise SingularMatrixError(ops.ex.info)
     recursive.lauum(ops.ex, nb, a)
 
 
@@ -276,10 +276,10 @@ def trtri(A: Array, *, uplo: str = "L", diag: str = "N") -> Array:
     if not unit:
         _check_diagonal(ops, ops.arrays[0])
     with ops as (a,):
-        info = recursive.trtri(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), unit,
-                               _lower_view(a, lower))
-    if info:
-        raise SingularMatrixError(info)
+        recursive.trtri(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), unit,
+                        _lower_view(a, lower))
+    if ops.ex.info:
+        raise SingularMatrixError(ops.ex.info)
     return A
 
 

@@ -53,6 +53,24 @@ class Executor:
     def __init__(self, dtype: np.dtype) -> None:
         self.dtype = np.dtype(dtype)
         self.complex = self.dtype.kind == "c"
+        self._info = 0
+
+    # ------------------------------------------------------------ failures
+    def _record(self, status: Any, offset: int) -> bool:
+        """Note a leaf's LAPACK status; return whether the recursion should go on.
+
+        ``status`` is what the raw leaf returned: here an int (0 or the 1-based failing index
+        inside the leaf), so a failure stops the recursion as LAPACK does. Asynchronous
+        backends override this and :attr:`info` to collect statuses on the device instead.
+        """
+        if status and not self._info:
+            self._info = offset + int(status)
+        return not status
+
+    @property
+    def info(self) -> int:
+        """LAPACK's info for the whole call: 0, or the 1-based index of the first failure."""
+        return self._info
 
     # ------------------------------------------------------------------ helpers
     def _op(self, m: Mat) -> int:
@@ -117,15 +135,21 @@ class Executor:
     def _uplo(self, a: Mat) -> bytes:
         return b"U" if a.t else b"L"
 
-    def potrf(self, a: Mat) -> int:
-        """Lower Cholesky factor of a logical view in place; LAPACK's info."""
-        return self.raw_potrf(self._uplo(a), a.rows, a.ptr, a.ld) if a.rows else 0
+    def potrf(self, a: Mat, offset: int) -> bool:
+        """Lower Cholesky factor of a logical view in place (rows ``offset:`` of the whole).
 
-    def trtri(self, unit: bool, a: Mat) -> int:
-        """Inverse of a logical lower triangle in place; LAPACK's info."""
+        Returns whether the recursion should go on; failures are gathered in :attr:`info`.
+        """
         if not a.rows:
-            return 0
-        return self.raw_trtri(self._uplo(a), b"U" if unit else b"N", a.rows, a.ptr, a.ld)
+            return True
+        return self._record(self.raw_potrf(self._uplo(a), a.rows, a.ptr, a.ld), offset)
+
+    def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
+        """Inverse of a logical lower triangle in place; as :meth:`potrf` for failures."""
+        if not a.rows:
+            return True
+        diag = b"U" if unit else b"N"
+        return self._record(self.raw_trtri(self._uplo(a), diag, a.rows, a.ptr, a.ld), offset)
 
     def lauum(self, a: Mat) -> None:
         """``L^H L`` into the lower triangle of a logical view."""
@@ -149,10 +173,10 @@ class Executor:
                  lda: int, beta: float, c: int, ldc: int) -> None:
         raise NotImplementedError
 
-    def raw_potrf(self, uplo: bytes, n: int, a: int, lda: int) -> int:
+    def raw_potrf(self, uplo: bytes, n: int, a: int, lda: int) -> Any:
         raise NotImplementedError
 
-    def raw_trtri(self, uplo: bytes, diag: bytes, n: int, a: int, lda: int) -> int:
+    def raw_trtri(self, uplo: bytes, diag: bytes, n: int, a: int, lda: int) -> Any:
         raise NotImplementedError
 
     def raw_lauum(self, uplo: bytes, n: int, a: int, lda: int) -> None:

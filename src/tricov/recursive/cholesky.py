@@ -14,8 +14,8 @@ from .blas3 import herk, split, trmm, trsm
 __all__ = ["lauum", "potrf", "trtri"]
 
 
-def potrf(ex: Executor, nb: LeafSizes, a: Mat) -> int:
-    """Lower Cholesky factor in place; returns LAPACK's info (0, or the failing minor)::
+def potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int = 0) -> bool:
+    """Lower Cholesky factor in place; False once a leaf failed (see ``Executor.info``)::
 
         L11 <- potrf(A11)
         L21 <- A21 L11^-H                 TRSM (as conj(L11) L21^T = A21^T)
@@ -24,20 +24,18 @@ def potrf(ex: Executor, nb: LeafSizes, a: Mat) -> int:
     """
     n = a.rows
     if n <= nb.potrf:
-        return ex.potrf(a)
+        return ex.potrf(a, offset)
     k = split(n)
     a11, a21, _, a22 = a.quad(k)
-    info = potrf(ex, nb, a11)
-    if info:
-        return info
+    if not potrf(ex, nb, a11, offset):
+        return False
     trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
     herk(ex, nb, -1.0, a21, 1.0, a22)
-    info = potrf(ex, nb, a22)
-    return info + k if info else 0
+    return potrf(ex, nb, a22, offset + k)
 
 
-def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat) -> int:
-    """Inverse of a lower triangle in place; returns LAPACK's info::
+def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat, offset: int = 0) -> bool:
+    """Inverse of a lower triangle in place; False once a leaf failed::
 
         X11 <- L11^-1                     recursive
         A21 <- -A21 X11                   TRMM (as -X11^T A21^T)
@@ -46,18 +44,16 @@ def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat) -> int:
     """
     n = a.rows
     if n <= nb.trtri:
-        return ex.trtri(unit, a)
+        return ex.trtri(unit, a, offset)
     k = split(n)
     a11, a21, _, a22 = a.quad(k)
-    info = trtri(ex, nb, unit, a11)
-    if info:
-        return info
+    if not trtri(ex, nb, unit, a11, offset):
+        return False
     trmm(ex, nb, False, unit, -1.0, a11.T, a21.T)
-    info = trtri(ex, nb, unit, a22)
-    if info:
-        return info + k
+    if not trtri(ex, nb, unit, a22, offset + k):
+        return False
     trmm(ex, nb, True, unit, 1.0, a22, a21)
-    return 0
+    return True
 
 
 def lauum(ex: Executor, nb: LeafSizes, a: Mat) -> None:
