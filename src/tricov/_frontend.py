@@ -91,13 +91,27 @@ class _Operand:
     work: Any = None
 
 
-def _overlap(x: Any, y: Any) -> bool:
-    if _is_cupy(x):
-        import cupy
+def _address_alias(x: Any) -> np.ndarray:
+    """A NumPy array over the same addresses as ``x`` (host or device), never dereferenced.
 
-        return bool(cupy.shares_memory(x, y))
+    ``numpy.shares_memory`` only does arithmetic on addresses, shapes and strides, so an alias
+    of a device array answers overlap questions exactly without touching GPU memory.
+    """
+    if not _is_cupy(x):
+        return x
+    iface = dict(x.__cuda_array_interface__)
+    iface = {"data": (iface["data"][0], False), "shape": iface["shape"],
+             "strides": iface.get("strides"), "typestr": iface["typestr"], "version": 3}
+
+    class _Alias:
+        __array_interface__ = iface
+
+    return np.asarray(_Alias())
+
+
+def _overlap(x: Any, y: Any) -> bool:
     try:
-        return bool(np.shares_memory(x, y, max_work=10**6))
+        return bool(np.shares_memory(_address_alias(x), _address_alias(y), max_work=10**6))
     except np.exceptions.TooHardError:
         return True
 
@@ -128,6 +142,9 @@ class Operands:
     dtype : numpy.dtype
     complex : bool
     ex : Executor
+        The executor of the operands' device, available inside the ``with`` block.
+    xp : module
+        numpy or cupy.
     """
 
     def __init__(self, *items: tuple[str, Any, bool]) -> None:
@@ -159,10 +176,20 @@ class Operands:
         self.arrays = [op.user for op in ops]
         self.dtype = dtypes.pop()
         self.complex = self.dtype.kind == "c"
-        self.ex = executor_for(ops[0].user, self.dtype)
-        self.xp = self.ex.xp
+        if _is_cupy(ops[0].user):
+            import cupy
+
+            self.xp: Any = cupy
+        else:
+            self.xp = np
+        self.ex: Executor | None = None  # made inside the device context, by __enter__
 
     def __enter__(self) -> list[Mat]:
+        self._device = None
+        if _is_cupy(self.arrays[0]):
+            self._device = self.arrays[0].device
+            self._device.__enter__()
+        self.ex = executor_for(self.arrays[0], self.dtype)
         views = []
         for op in self._ops:
             v = view_of(op.user)
@@ -173,10 +200,14 @@ class Operands:
         return views
 
     def __exit__(self, *exc: object) -> None:
-        for op in self._ops:
-            if op.work is not None and op.written:
-                op.user[...] = op.work
-            op.work = None
+        try:
+            for op in self._ops:
+                if op.work is not None and op.written:
+                    op.user[...] = op.work
+                op.work = None
+        finally:
+            if self._device is not None:
+                self._device.__exit__(None, None, None)
 
     def conj_inplace(self, index: int) -> None:
         """Conjugate operand ``index`` (its working memory) in place."""

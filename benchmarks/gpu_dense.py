@@ -1,0 +1,208 @@
+"""GPU dense benchmark: tricov vs cuBLAS/cuSOLVER (by pointer) and PyTorch, one run, one GPU.
+
+Usage (on a machine with an NVIDIA GPU and CuPy):
+
+    PYTHONPATH=src python benchmarks/gpu_dense.py [--quick] [--json OUT.json] [--sweep]
+
+Prints one table of TFLOP/s with the ratios the issue names; ``--sweep`` also tries several
+leaf sizes and reports the best (what the GPU defaults in ``tricov._policy`` come from).
+Timing: CUDA events, warm-up first, median of repeats, fresh random inputs restored outside
+the timed region.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import cupy as cp
+import numpy as np
+
+import tricov as tc
+from tricov.backends import cuda_libs as lib
+
+ROWS: list[dict] = []
+
+
+def timed(fn, restore=None, reps=5, warm=2):
+    """Median seconds of ``fn`` over ``reps`` runs (CUDA events), ``restore`` run before each."""
+    for _ in range(warm):
+        if restore:
+            restore()
+        fn()
+    times = []
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(reps):
+        if restore:
+            restore()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return float(np.median(times))
+
+
+def rand(shape, dt, order="F"):
+    x = cp.random.standard_normal(shape, dtype=np.float64)
+    return cp.asarray(x.astype(dt), order=order)
+
+
+def tri(n, dt):
+    a = cp.tril(rand((n, n), dt)) / np.sqrt(n)
+    a[cp.arange(n), cp.arange(n)] = 1.0 + cp.abs(a[cp.arange(n), cp.arange(n)])
+    return cp.asfortranarray(a)
+
+
+def spd(n, dt):
+    x = rand((n, n), dt)
+    s = x @ x.T / n
+    s[cp.arange(n), cp.arange(n)] += 1.0
+    return cp.asfortranarray(s)
+
+
+def gemm_rate(m, n, k, dt):
+    a, b = rand((m, k), dt), rand((k, n), dt)
+    c = cp.empty((m, n), dt, order="F")
+    h = lib.cublas_handle()
+    one, zero = np.ones(1, dt), np.zeros(1, dt)
+
+    def run():
+        lib.check(lib.blas("gemm_v2", dt)(h, 0, 0, m, n, k, one.ctypes.data, a.data.ptr, m,
+                                          b.data.ptr, k, zero.ctypes.data, c.data.ptr, m), "g")
+    return 2 * m * n * k / timed(run) / 1e12
+
+
+def record(op, dtype, shape, tricov_tf, peers: dict, gemm_tf=None, extra=None):
+    row = {"op": op, "dtype": np.dtype(dtype).name, "shape": shape, "tricov_TFs": tricov_tf}
+    row.update({f"{k}_TFs": v for k, v in peers.items()})
+    if gemm_tf:
+        row["gemm_TFs"] = gemm_tf
+        row["tricov/gemm"] = tricov_tf / gemm_tf
+    for k, v in peers.items():
+        row[f"tricov/{k}"] = tricov_tf / v
+    if extra:
+        row.update(extra)
+    ROWS.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def best_leaf(op, dt, sizes, run):
+    """Try leaf sizes; keep the fastest in force and return (leaf, seconds)."""
+    results = {}
+    for nb in sizes:
+        tc.set_leaf_size("gpu", op, dt, nb)
+        results[nb] = run()
+    nb = min(results, key=results.get)
+    tc.set_leaf_size("gpu", op, dt, nb)
+    return nb, results[nb], results
+
+
+def bench_trxm(kind, m, n, dt, sweep):
+    a, b0 = tri(m, dt), rand((m, n), dt)
+    b = b0.copy(order="F")
+    restore = lambda: cp.copyto(b, b0)  # noqa: E731
+    fn = getattr(tc, kind)
+    flops = m * m * n
+    run = lambda: timed(lambda: fn(a, b), restore)  # noqa: E731
+    if sweep:
+        nb, t, allr = best_leaf(kind, dt, (128, 256, 512, 1024), run)
+    else:
+        nb, t, allr = tc.leaf_sizes("gpu", dt).trsm, run(), {}
+    h = lib.cublas_handle()
+    one = np.ones(1, dt)
+    if kind == "trsm":
+        native = lambda: lib.blas("trsm_v2", dt)(h, 0, 0, 0, 0, m, n, one.ctypes.data,  # noqa
+                                                 a.data.ptr, m, b.data.ptr, m)
+    else:
+        native = lambda: lib.blas("trmm_v2", dt)(h, 0, 0, 0, 0, m, n, one.ctypes.data,  # noqa
+                                                 a.data.ptr, m, b.data.ptr, m, b.data.ptr, m)
+    tn = timed(native, restore)
+    record(kind, dt, f"{m}x{n}", flops / t / 1e12, {"cublas": flops / tn / 1e12},
+           gemm_rate(m, n, m, dt) / 2, {"leaf": nb, "sweep": {str(k): flops / v / 1e12
+                                                              for k, v in allr.items()}})
+
+
+def bench_chol(op, n, dt, sweep, torch):
+    s = spd(n, dt)
+    a = s.copy(order="F")
+    restore = lambda: cp.copyto(a, s)  # noqa: E731
+    flops = {"potrf": n**3 / 3, "potri": 2 * n**3 / 3, "poti": n**3}[op]
+    if op == "potri":
+        tc.potrf(s)  # s now holds the factor in its lower triangle
+        s[:] = cp.tril(s) + cp.tril(s, -1).T
+    fn = getattr(tc, op)
+    run = lambda: timed(lambda: fn(a), restore, reps=3)  # noqa: E731
+    if sweep:
+        leaf_op = "potrf" if op == "potrf" else "trtri"
+        nb, t, allr = best_leaf(leaf_op, dt, (256, 512, 1024), run)
+        if op != "potrf":
+            tc.set_leaf_size("gpu", "lauum", dt, nb)
+            t = run()
+    else:
+        nb, t, allr = None, run(), {}
+    peers = {}
+    ts = torch.as_tensor(s, device="cuda")
+    if op == "potrf":
+        peers["torch"] = flops / timed(lambda: torch.linalg.cholesky(ts), reps=3) / 1e12
+    elif op == "potri":
+        peers["torch"] = flops / timed(lambda: torch.cholesky_inverse(ts), reps=3) / 1e12
+    else:
+        peers["torch"] = flops / timed(
+            lambda: torch.cholesky_inverse(torch.linalg.cholesky(ts)), reps=3) / 1e12
+    record(op, dt, str(n), flops / t / 1e12, peers, None,
+           {"leaf": nb, "sweep": {str(k): flops / v / 1e12 for k, v in allr.items()}})
+
+
+def overhead():
+    a, b = tri(64, np.float64), rand((64, 8), np.float64)
+    tc.trsm(a, b)
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(200):
+        tc.trsm(a, b)
+    t1 = time.perf_counter()
+    cp.cuda.Device().synchronize()
+    t2 = time.perf_counter()
+    print(json.dumps({"python_overhead_us_per_call": (t1 - t0) / 200 * 1e6,
+                      "wall_us_per_call": (t2 - t0) / 200 * 1e6}), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--json")
+    p.add_argument("--dtypes", default="float64,float32")
+    args = p.parse_args()
+    import torch
+
+    x = cp.empty(2**28, dtype=cp.float64)
+    y = cp.empty_like(x)
+    bw = 2 * x.nbytes / timed(lambda: cp.copyto(y, x)) / 1e9
+    del x, y
+    print(json.dumps({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+                      "copy_GBps": bw, "dgemm8192_TFs": gemm_rate(8192, 8192, 8192,
+                                                                  np.float64)}), flush=True)
+    overhead()
+    for dt in [np.dtype(d) for d in args.dtypes.split(",")]:
+        squares = (4096, 8192) if args.quick else (4096, 8192, 16384)
+        for kind in ("trsm", "trmm"):
+            for n in (64, 128, 256):
+                bench_trxm(kind, 16384, n, dt, args.sweep)
+            for n in squares:
+                bench_trxm(kind, n, n, dt, args.sweep)
+        sizes = (1024, 4096, 16384) if args.quick else (1024, 2048, 4096, 8192, 16384, 32768)
+        for n in sizes:
+            if dt.itemsize * n * n * 3 < 60e9:
+                bench_chol("potrf", n, dt, args.sweep, torch)
+        for op in ("potri", "poti"):
+            bench_chol(op, 16384 if not args.quick else 8192, dt, args.sweep, torch)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(ROWS, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Thin bindings to cuBLAS and cuSOLVER, by pointer, on CuPy's handles.
+
+CuPy binds GEMM and TRSM but not TRMM, SYRK/HERK for every precision, or cuSOLVER's TRTRI, so
+tricov declares the few entry points it needs itself, against the very libraries CuPy has
+loaded (found in the process map), and calls them with CuPy's per-device handles on the current
+stream. Scalars are passed from host memory (pointer mode host), so calls can be captured into
+CUDA graphs with their values baked in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["blas", "cublas_handle", "cusolver_handle", "solver"]
+
+OP = {b"N": 0, b"T": 1, b"C": 2}
+SIDE = {b"L": 0, b"R": 1}
+FILL = {b"L": 0, b"U": 1}
+DIAG = {b"N": 0, b"U": 1}
+#: cudaDataType of each dtype, for cuSOLVER's 64-bit API.
+CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.complex64): 4,
+             np.dtype(np.complex128): 5}
+_PREFIX = {np.dtype(np.float32): "S", np.dtype(np.float64): "D", np.dtype(np.complex64): "C",
+           np.dtype(np.complex128): "Z"}
+
+_vp, _i, _i64, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
+_lock = threading.Lock()
+
+
+def _loaded_library(fragment: str) -> ctypes.CDLL:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            name = path.rsplit("/", 1)[-1]
+            if name.startswith(fragment + ".so"):
+                return ctypes.CDLL(path)
+    return ctypes.CDLL(fragment + ".so")
+
+
+@functools.cache
+def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL]:
+    # Creating CuPy's handles loads both libraries into the process.
+    cublas_handle()
+    cusolver_handle()
+    return _loaded_library("libcublas"), _loaded_library("libcusolver")
+
+
+def cublas_handle() -> int:
+    """CuPy's cuBLAS handle of the current device."""
+    import cupy
+
+    return int(cupy.cuda.device.get_cublas_handle())
+
+
+def cusolver_handle() -> int:
+    """CuPy's cuSOLVER dense handle of the current device."""
+    import cupy
+
+    return int(cupy.cuda.device.get_cusolver_handle())
+
+
+_SIGNATURES: dict[str, list] = {
+    "cublasSetStream_v2": [_vp, _vp],
+    "cublasSetPointerMode_v2": [_vp, _i],
+    "gemm_v2": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _vp, _i],
+    "trsm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i],
+    "trmm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _i],
+    "syrk_v2": [_vp, _i, _i, _i, _i, _vp, _vp, _i, _vp, _vp, _i],
+    "herk_v2": [_vp, _i, _i, _i, _i, _vp, _vp, _i, _vp, _vp, _i],
+    "cusolverDnSetStream": [_vp, _vp],
+    "potrf_bufferSize": [_vp, _i, _i, _vp, _i, _vp],
+    "potrf": [_vp, _i, _i, _vp, _i, _vp, _i, _vp],
+    "cusolverDnXtrtri_bufferSize": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _vp],
+    "cusolverDnXtrtri": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _sz, _vp, _sz, _vp],
+}
+
+
+@functools.cache
+def _function(library: str, name: str, signature: str) -> Callable[..., int]:
+    lib = _libs()[0 if library == "cublas" else 1]
+    fn = getattr(lib, name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = _SIGNATURES[signature]
+    return fn
+
+
+def blas(name: str, dtype: np.dtype | None = None) -> Callable[..., int]:
+    """A cuBLAS function: ``blas("gemm_v2", float64)`` is ``cublasDgemm_v2``."""
+    full = name if dtype is None else f"cublas{_PREFIX[np.dtype(dtype)]}{name}"
+    return _function("cublas", full, name)
+
+
+def solver(name: str, dtype: np.dtype | None = None) -> Callable[..., int]:
+    """A cuSOLVER function: ``solver("potrf", float64)`` is ``cusolverDnDpotrf``."""
+    full = name if dtype is None else f"cusolverDn{_PREFIX[np.dtype(dtype)]}{name}"
+    return _function("cusolver", full, name)
+
+
+def check(status: int, what: str) -> None:
+    """Raise if a cuBLAS/cuSOLVER call returned an error status."""
+    if status:
+        raise RuntimeError(f"{what} failed with status {status}")
+
+
+def bind_stream(stream_ptr: int) -> tuple[int, int]:
+    """Point both handles of the current device at a stream; returns (cublas, cusolver)."""
+    hb, hs = cublas_handle(), cusolver_handle()
+    with _lock:
+        check(blas("cublasSetStream_v2")(hb, stream_ptr), "cublasSetStream")
+        check(blas("cublasSetPointerMode_v2")(hb, 0), "cublasSetPointerMode")
+        check(solver("cusolverDnSetStream")(hs, stream_ptr), "cusolverDnSetStream")
+    return hb, hs

@@ -1,0 +1,215 @@
+"""GPU tests of the dense operations: CuPy (and torch through DLPack) against host references.
+
+Every operation x variant x dtype x layout; small leaf sizes force the recursion to run several
+levels and both leaf paths (tricov's narrow kernel and cuBLAS) to be taken.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tricov as tc
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+OPS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
+
+
+@pytest.fixture
+def cp():
+    return pytest.importorskip("cupy")
+
+
+@pytest.fixture
+def small_leaves():
+    for dt in DTYPES:
+        for op in OPS:
+            tc.set_leaf_size("gpu", op, dt, 48)
+    yield
+    for dt in DTYPES:
+        tc.set_leaf_size("gpu", "trsm", dt, None)
+
+
+def _eps(dt):
+    return np.finfo(dt).eps
+
+
+def _rand(rng, shape, dt):
+    x = rng.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dt)
+
+
+def _tri(rng, n, dt, lower):
+    a = _rand(rng, (n, n), dt)
+    a = np.tril(a) if lower else np.triu(a)
+    a[np.diag_indices(n)] = n + np.abs(a[np.diag_indices(n)])
+    return a
+
+
+def _spd(rng, n, dt):
+    x = _rand(rng, (n, n), dt).astype(np.complex128 if np.dtype(dt).kind == "c" else np.float64)
+    return (x @ x.conj().T / n + np.eye(n)).astype(dt)
+
+
+def _op(a, trans):
+    return {"N": a, "T": a.T, "C": a.conj().T}[trans]
+
+
+def _dev(cp, x, order):
+    return cp.asarray(np.asarray(x, order=order))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("side,uplo,trans,diag", list(itertools.product("LR", "LU", "NTC", "NU")))
+@pytest.mark.parametrize("shape", [(70, 5), (129, 131)])
+@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+@pytest.mark.parametrize("leaf", ["kernel", "cublas"])
+def test_trsm_trmm(cp, small_leaves, monkeypatch, dt, side, uplo, trans, diag, shape, kind, leaf):
+    from tricov.backends import cuda
+
+    if leaf == "cublas":
+        monkeypatch.setattr(cuda.CUDAExecutor, "narrow", 0)
+    rng = np.random.default_rng(7)
+    m, n = shape
+    k = m if side == "L" else n
+    a = _tri(rng, k, dt, uplo == "L")
+    b = _rand(rng, (m, n), dt)
+    alpha = 0.5 - 0.25j if np.dtype(dt).kind == "c" else 0.5
+    for la, lb in itertools.product("CF", "CF"):
+        A, B = _dev(cp, a, la), _dev(cp, b, lb)
+        getattr(tc, kind)(A, B, side=side, uplo=uplo, trans=trans, diag=diag, alpha=alpha)
+        x = cp.asnumpy(B).astype(np.complex128)
+        t = a.astype(np.complex128)
+        if diag == "U":
+            t[np.diag_indices(k)] = 1
+        t = _op(t, trans)
+        norm = np.linalg.norm
+        if kind == "trsm":
+            lhs = t @ x if side == "L" else x @ t
+            rhs = alpha * b
+            scale = norm(t, np.inf) * norm(x, np.inf) + norm(rhs, np.inf)
+        else:
+            lhs = x
+            rhs = alpha * (t @ b if side == "L" else b @ t)
+            scale = abs(alpha) * norm(t, np.inf) * norm(b, np.inf)
+        err = norm(lhs - rhs, np.inf) / scale
+        assert err < 30 * k * _eps(dt), (la, lb, err)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("uplo", "LU")
+@pytest.mark.parametrize("trans", "NC")
+def test_syrk(cp, small_leaves, dt, uplo, trans):
+    rng = np.random.default_rng(3)
+    n, k = 131, 37
+    a = _rand(rng, (n, k) if trans == "N" else (k, n), dt)
+    c = _rand(rng, (n, n), dt)
+    for la, lc in itertools.product("CF", "CF"):
+        A, C = _dev(cp, a, la), _dev(cp, c, lc)
+        tc.syrk(A, C, uplo=uplo, trans=trans, alpha=2.0, beta=0.5)
+        out = cp.asnumpy(C)
+        op = a if trans == "N" else a.conj().T
+        ref = 2.0 * op.astype(np.complex128) @ op.conj().T.astype(np.complex128) + 0.5 * c
+        tri = np.tril if uplo == "L" else np.triu
+        other = np.triu if uplo == "L" else np.tril
+        err = np.abs(tri(out - ref, 0)).max() / np.abs(ref).max()
+        assert err < 30 * k * _eps(dt)
+        assert np.array_equal(other(out, 1 if uplo == "L" else -1),
+                              other(c, 1 if uplo == "L" else -1))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("uplo", "LU")
+@pytest.mark.parametrize("order", "CF")
+def test_cholesky_family(cp, small_leaves, dt, uplo, order):
+    rng = np.random.default_rng(5)
+    n = 203
+    s = _spd(rng, n, dt)
+    tri = np.tril if uplo == "L" else np.triu
+    wide = s.astype(np.complex128)
+    tol = 60 * n * _eps(dt)
+
+    A = _dev(cp, s, order)
+    tc.potrf(A, uplo=uplo)
+    f = tri(cp.asnumpy(A)).astype(np.complex128)
+    rec = f @ f.conj().T if uplo == "L" else f.conj().T @ f
+    assert np.abs(rec - wide).max() / np.abs(wide).max() < tol
+
+    inv = np.linalg.inv(wide)
+    A = _dev(cp, s, order)
+    tc.poti(A, uplo=uplo)
+    got = cp.asnumpy(A)
+    assert np.abs(tri(got - inv)).max() / np.abs(inv).max() < tol * np.linalg.cond(wide)
+
+    L = _dev(cp, tri(cp.asnumpy(_dev(cp, s, order))), order)
+    tc.potrf(L, uplo=uplo)
+    b = _rand(rng, (n, 9), dt)
+    B = _dev(cp, b, "F")
+    tc.potrs(L, B, uplo=uplo)
+    x = cp.asnumpy(B).astype(np.complex128)
+    assert np.abs(wide @ x - b).max() / (np.abs(wide).max() * np.abs(x).max()) < tol
+
+    t = tri(_rand(rng, (n, n), dt)) + n * np.eye(n, dtype=dt)
+    T = _dev(cp, t, order)
+    tc.trtri(T, uplo=uplo)
+    got = tri(cp.asnumpy(T)).astype(np.complex128)
+    assert np.abs(got @ t - np.eye(n)).max() < tol
+
+    T = _dev(cp, t, order)
+    tc.lauum(T, uplo=uplo)
+    tw = t.astype(np.complex128)
+    ref = tw.conj().T @ tw if uplo == "L" else tw @ tw.conj().T
+    assert np.abs(tri(cp.asnumpy(T) - ref)).max() / np.abs(ref).max() < tol
+
+
+def test_not_positive_definite_order(cp, small_leaves):
+    n = 150
+    s = np.eye(n)
+    s[97, 97] = -1.0
+    with pytest.raises(tc.NotPositiveDefiniteError) as err:
+        tc.potrf(cp.asarray(s))
+    assert err.value.order == 98
+
+
+def test_singular_trtri(cp):
+    t = np.eye(20)
+    t[4, 4] = 0
+    T = cp.asarray(t)
+    with pytest.raises(tc.SingularMatrixError) as err:
+        tc.trtri(T)
+    assert err.value.index == 5
+    assert np.array_equal(cp.asnumpy(T), t)
+
+
+def test_view_in_nan_frame(cp, small_leaves):
+    rng = np.random.default_rng(1)
+    big = np.full((300, 260), np.nan)
+    a = _tri(rng, 120, np.float64, True)
+    big[10:130, 20:140] = np.where(np.tril(np.ones((120, 120))) > 0, a, np.nan)
+    b = rng.standard_normal((120, 40))
+    big[150:270, 200:240] = b
+    D = cp.asarray(big)
+    tc.trsm(D[10:130, 20:140], D[150:270, 200:240])
+    out = cp.asnumpy(D)
+    x = out[150:270, 200:240]
+    assert np.abs(a @ x - b).max() < 1e-10
+    mask = np.ones_like(big, dtype=bool)
+    mask[150:270, 200:240] = False
+    assert np.array_equal(out[mask], big[mask], equal_nan=True)
+
+
+def test_torch_dlpack_zero_copy(cp):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    a = torch.eye(64, dtype=torch.float64, device="cuda") * 2
+    b = torch.ones(64, 3, dtype=torch.float64, device="cuda")
+    out = tc.trsm(a, b)
+    assert out is b
+    assert torch.allclose(b, torch.full_like(b, 0.5))
