@@ -74,6 +74,13 @@ def gemm_rate(m, n, k, dt):
     return 2 * m * n * k / timed(run) / 1e12
 
 
+def copy_bandwidth() -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read plus bytes written)."""
+    src = cp.ones(2**28, dtype=cp.float64)
+    dst = cp.empty_like(src)
+    return 2 * src.nbytes / timed(lambda: cp.copyto(dst, src)) / 1e9
+
+
 def record(op, dtype, shape, tricov_tf, peers: dict, gemm_tf=None, extra=None):
     row = {"op": op, "dtype": np.dtype(dtype).name, "shape": shape, "tricov_TFs": tricov_tf}
     row.update({f"{k}_TFs": v for k, v in peers.items()})
@@ -178,13 +185,9 @@ def main():
     args = p.parse_args()
     import torch
 
-    x = cp.empty(2**28, dtype=cp.float64)
-    y = cp.empty_like(x)
-    bw = 2 * x.nbytes / timed(lambda: cp.copyto(y, x)) / 1e9
-    del x, y
     print(json.dumps({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-                      "copy_GBps": bw, "dgemm8192_TFs": gemm_rate(8192, 8192, 8192,
-                                                                  np.float64)}), flush=True)
+                      "copy_GBps": copy_bandwidth(),
+                      "dgemm8192_TFs": gemm_rate(8192, 8192, 8192, np.float64)}), flush=True)
     overhead()
     for dt in [np.dtype(d) for d in args.dtypes.split(",")]:
         squares = (4096, 8192) if args.quick else (4096, 8192, 16384)
