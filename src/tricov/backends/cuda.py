@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import nvrtc
+from ..kernels import TRI_ORDERS, nvrtc, tri_columns
 from . import cuda_libs as lib
 from .base import Executor
 
@@ -27,8 +27,6 @@ __all__ = ["CUDAExecutor", "NARROW"]
 
 #: Right-hand sides at or below which triangular leaves use tricov's own kernel.
 NARROW = 512
-#: Leaf orders the warp-per-column kernel is compiled for.
-_KERNEL_ORDERS = (32, 64, 128, 256)
 
 
 def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.ndarray:
@@ -81,10 +79,10 @@ class CUDAExecutor(Executor):
                 b: Mat) -> bool:
         """Run the warp-per-column kernel on logical views if the shape suits it."""
         n, ncols = b.rows, b.cols
-        if ncols > self.narrow or n > _KERNEL_ORDERS[-1]:
+        if ncols > self.narrow or n > TRI_ORDERS[-1]:
             return False
-        order = next(k for k in _KERNEL_ORDERS if k >= n)
-        cols = 2 if self.dtype.itemsize == 16 else 4
+        order = next(k for k in TRI_ORDERS if k >= n)
+        cols = tri_columns(order, self.dtype.itemsize, mult)
         opa = a.op if self.complex else a.op & opt.T
         opb = b.op if self.complex else b.op & opt.T
         expr = (f"tricov::tri_small<{nvrtc.CTYPE[self.dtype]}, {order}, {cols}, "

@@ -11,7 +11,7 @@ namespace tricov {
 // The ops of A and B and a unit diagonal are run-time arguments (uniform branches), so that
 // a handful of instantiations serve every variant.
 template <typename T, int NB, int COLS, bool MULT, bool LOWER>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, 4)
 tri_small(int n, int ncols, T alpha, const T* __restrict__ A, long long lda, int opa, T* B,
           long long ldb, int opb, int unit)
 {
@@ -32,37 +32,42 @@ tri_small(int n, int ncols, T alpha, const T* __restrict__ A, long long lda, int
             acc[c][r] = T(0);
         }
     }
+    // Step k = 32 * slot + kk: the slot loop is unrolled (register indices are compile-time),
+    // the 32 steps inside a slot are a run-time loop (small code, fast compiles).
 #pragma unroll
-    for (int s = 0; s < NB; ++s) {
-        const int k = LOWER ? s : NB - 1 - s;  // forward for lower, backward for upper
-        if (k >= n) continue;
-        const int owner = k & 31, slot = k >> 5;
-        if (!MULT && !unit) {
-            const T inv = T(1) / load(A, lda, opa, k, k);
-            if (lane == owner) {
+    for (int s = 0; s < R; ++s) {
+        const int slot = LOWER ? s : R - 1 - s;  // forward for lower, backward for upper
+#pragma unroll 1
+        for (int q = 0; q < 32; ++q) {
+            const int kk = LOWER ? q : 31 - q;
+            const int k = 32 * slot + kk;
+            if (k >= n) continue;
+            if (!MULT && !unit) {
+                const T inv = T(1) / load(A, lda, opa, k, k);
+                if (lane == kk) {
 #pragma unroll
-                for (int c = 0; c < COLS; ++c) x[c][slot] = x[c][slot] * inv;
+                    for (int c = 0; c < COLS; ++c) x[c][slot] = x[c][slot] * inv;
+                }
             }
-        }
-        T xk[COLS];
+            T xk[COLS];
 #pragma unroll
-        for (int c = 0; c < COLS; ++c) xk[c] = shfl(x[c][slot], owner);
+            for (int c = 0; c < COLS; ++c) xk[c] = shfl(x[c][slot], kk);
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            // Rows this slot can hold relative to k, decided at compile time where possible.
-            if (LOWER ? (32 * r + 31 < k) : (32 * r > k)) continue;
-            const int i = lane + 32 * r;
-            if (i >= n) continue;
-            if (MULT) {
-                if (LOWER ? i < k : i > k) continue;
-                const T t = (i == k && unit) ? T(1) : load(A, lda, opa, i, k);
+            for (int r = 0; r < R; ++r) {
+                if (LOWER ? r < slot : r > slot) continue;  // rows all on the wrong side of k
+                const int i = lane + 32 * r;
+                if (i >= n) continue;
+                if (MULT) {
+                    if (LOWER ? i < k : i > k) continue;
+                    const T t = (i == k && unit) ? T(1) : load(A, lda, opa, i, k);
 #pragma unroll
-                for (int c = 0; c < COLS; ++c) acc[c][r] += t * xk[c];
-            } else {
-                if (LOWER ? i <= k : i >= k) continue;
-                const T t = load(A, lda, opa, i, k);
+                    for (int c = 0; c < COLS; ++c) acc[c][r] += t * xk[c];
+                } else {
+                    if (LOWER ? i <= k : i >= k) continue;
+                    const T t = load(A, lda, opa, i, k);
 #pragma unroll
-                for (int c = 0; c < COLS; ++c) x[c][r] -= t * xk[c];
+                    for (int c = 0; c < COLS; ++c) x[c][r] -= t * xk[c];
+                }
             }
         }
     }

@@ -1,0 +1,46 @@
+"""Kernels: CUDA templates (``cuda/*.cu``, compiled at run time) and Numba CPU kernels."""
+
+from __future__ import annotations
+
+__all__ = ["TRI_ORDERS", "instantiations", "tri_columns"]
+
+_TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
+
+#: Leaf orders the warp-per-column triangular kernel is compiled for.
+TRI_ORDERS = (32, 64, 128, 256)
+
+
+def tri_columns(order: int, itemsize: int, mult: bool) -> int:
+    """Right-hand-side columns per warp of ``tri_small``: as many as fit ~48 registers of data.
+
+    Each lane keeps ``order / 32`` values per column (twice that when multiplying).
+    """
+    per_column = (order // 32) * (2 if mult else 1) * itemsize // 4
+    cols = 4
+    while cols > 1 and cols * per_column > 48:
+        cols //= 2
+    return cols
+
+
+def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[str, list[str]]:
+    """Explicit-instantiation declarations of what the executors launch from ``source``.
+
+    Grouped by scalar type, for the CI compile check; ``orders`` picks the leaf orders.
+    """
+    out: dict[str, list[str]] = {}
+    if source == "triangular.cu":
+        for t, size in _TYPES.items():
+            decls = out.setdefault(t, [])
+            for order in orders:
+                for mult in (False, True):
+                    cols = tri_columns(order, size, mult)
+                    for lower in ("false", "true"):
+                        decls.append(
+                            f"__global__ void tricov::tri_small<{t}, {order}, {cols}, "
+                            f"{str(mult).lower()}, {lower}>(int, int, {t}, const {t}*, "
+                            f"long long, int, {t}*, long long, int, int)")
+            for lower in ("false", "true"):
+                for zero in ("false", "true"):
+                    decls.append(f"__global__ void tricov::tri_copy<{t}, {lower}, {zero}>(int, "
+                                 f"const {t}*, long long, {t}*, long long)")
+    return out
