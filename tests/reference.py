@@ -53,6 +53,7 @@ __all__ = [
     "make_rng",
     "nan_fill",
     "op",
+    "poison_triangle",
     "potrf_error",
     "random_general",
     "random_spd",
@@ -199,6 +200,17 @@ def triangle_mask(n: int, uplo: str, *, diag: bool = True) -> np.ndarray:
     k = 0 if diag else 1
     ones = np.ones((n, n), dtype=bool)
     return np.tril(ones, -k) if uplo.upper() == "L" else np.triu(ones, k)
+
+
+def poison_triangle(x: np.ndarray, uplo: str, *, unit: bool = False) -> None:
+    """Fill, in place, what a ``uplo`` triangular operand must not read with NaN.
+
+    That is the strict opposite triangle of the square array ``x``, and also its diagonal if
+    ``unit`` (``diag='U'``).
+    """
+    n = x.shape[0]
+    other = "U" if uplo.upper() == "L" else "L"
+    x[triangle_mask(n, other, diag=unit)] = nan_fill(x.dtype)
 
 
 def triangle(a: np.ndarray, uplo: str, *, unit: bool = False) -> np.ndarray:
@@ -378,7 +390,8 @@ def syrk_error(a: np.ndarray, c: np.ndarray, out: np.ndarray, *, uplo: str, tran
     """Relative error of the ``uplo`` triangle of ``alpha op(A) op(A)^H + beta C``.
 
     ``op(A)`` is ``A`` for ``trans='N'`` and ``A^H`` otherwise (for real data ``A^T``). With
-    ``beta == 0`` the input ``c`` is not read (it may hold NaN). The measure is
+    ``beta == 0`` the input ``c`` is not read (it may hold NaN); otherwise, as in BLAS herk,
+    the imaginary part of its diagonal is taken as zero. The measure is
     ``||tri(out - exact)|| / (|alpha| ||A||^2 + |beta| ||tri(C)||)``.
     """
     ar = _ref(a)
@@ -387,6 +400,7 @@ def syrk_error(a: np.ndarray, c: np.ndarray, out: np.ndarray, *, uplo: str, tran
     scale = abs(alpha) * _nrm(ar) ** 2
     if beta != 0:
         cr = triangle(c, uplo)
+        cr[np.diag_indices(cr.shape[0])] = np.diag(cr).real  # herk: diagonal taken as real
         exact = exact + beta * cr
         scale += abs(beta) * _nrm(cr)
     mask = triangle_mask(c.shape[0], uplo)
