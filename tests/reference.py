@@ -127,15 +127,20 @@ LEAF_OPS: tuple[str, ...] = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 
 
 @contextmanager
-def forced_leaf_size(dtype: np.dtype, size: int,
+def forced_leaf_size(dtype: np.dtype, size: int | None,
                      ops: Sequence[str] = LEAF_OPS) -> Iterator[None]:
     """Inside the block, tricov's CPU leaf size of each of ``ops`` for ``dtype`` is ``size``.
 
-    On exit every CPU override for ``dtype`` is removed (``set_leaf_size(..., None)``), also
-    when the block raises. Overrides are per process, so this is safe under pytest-xdist.
+    ``size=None`` changes nothing (the leaf sizes in force are used), so a test can loop over
+    ``(None, 2, ...)``. Otherwise, on exit every CPU override for ``dtype`` is removed
+    (``set_leaf_size(..., None)``), also when the block raises. Overrides are per process, so
+    this is safe under pytest-xdist.
     """
     import tricov as tc
 
+    if size is None:
+        yield
+        return
     try:
         for name in ops:
             tc.set_leaf_size("cpu", name, dtype, size)

@@ -174,14 +174,6 @@ SINGLE: dict[str, Callable[..., None]] = {
 PAIRED: dict[str, Callable[..., None]] = {"potrs": check_potrs, "posv": check_posv}
 
 
-def _with_leaf(dtype: np.dtype, leaf: int | None, run: Callable[[], None]) -> None:
-    if leaf is None:
-        run()
-    else:
-        with forced_leaf_size(dtype, leaf):
-            run()
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("name", SINGLE)
@@ -190,7 +182,8 @@ def test_single_operand_grid(name: str, uplo: str, dtype: np.dtype) -> None:
     check = SINGLE[name]
     for leaf, n in ((None, 9), (2, 9), (1, 6)):
         for layout in ALL_LAYOUTS:
-            _with_leaf(dtype, leaf, lambda: check(dtype, uplo, n, layout, (leaf, layout)))  # noqa: B023
+            with forced_leaf_size(dtype, leaf):
+                check(dtype, uplo, n, layout, (leaf, layout))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -198,8 +191,8 @@ def test_single_operand_grid(name: str, uplo: str, dtype: np.dtype) -> None:
 def test_trtri_unit_grid(uplo: str, dtype: np.dtype) -> None:
     """trtri with diag='U': NaN diagonal, every layout, at the leaf and recursing."""
     for leaf, layout in product((None, 2), ALL_LAYOUTS):
-        _with_leaf(dtype, leaf,
-                   lambda: check_trtri(dtype, uplo, 9, layout, ("U", leaf, layout), "U"))  # noqa: B023
+        with forced_leaf_size(dtype, leaf):
+            check_trtri(dtype, uplo, 9, layout, ("U", leaf, layout), "U")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -209,10 +202,11 @@ def test_two_operand_grid(name: str, uplo: str, dtype: np.dtype) -> None:
     """potrs/posv: uplo x dtype x (layout of A/L, layout of B) x leaf."""
     check = PAIRED[name]
     for leaf in (None, 2):
-        for la, lb in product(LAYOUTS, LAYOUTS):
-            _with_leaf(dtype, leaf, lambda: check(dtype, uplo, 7, 3, la, lb, (leaf, la, lb)))  # noqa: B023
-        for la, lb in (("strided", "F"), ("C", "strided"), ("strided", "strided")):
-            _with_leaf(dtype, leaf, lambda: check(dtype, uplo, 7, 3, la, lb, (leaf, la, lb)))  # noqa: B023
+        pairs = [*product(LAYOUTS, LAYOUTS), ("strided", "F"), ("C", "strided"),
+                 ("strided", "strided")]
+        for la, lb in pairs:
+            with forced_leaf_size(dtype, leaf):
+                check(dtype, uplo, 7, 3, la, lb, (leaf, la, lb))
 
 
 SIZES = [0, 1, 2, 3, 17, 130, 257]
@@ -288,5 +282,6 @@ def test_lauum_complex_diagonal(dtype: np.dtype) -> None:
     for uplo, n, leaf in (("L", 1, None), ("U", 2, None), ("L", 9, 2), ("U", 140, None)):
         a = random_triangular(make_rng("lauum-cdiag", str(dtype), n), n, dtype, uplo=uplo)
         out = a.copy()
-        _with_leaf(dtype, leaf, lambda: tc.lauum(out, uplo=uplo))  # noqa: B023
+        with forced_leaf_size(dtype, leaf):
+            tc.lauum(out, uplo=uplo)
         assert_small(lauum_error(a, out, uplo), dtype, n, f"lauum {uplo} n={n} leaf={leaf}")

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,13 +61,6 @@ NPD_CASES = [(1, 1, None), (200, 1, None), (200, 5, None), (200, 128, None), (20
              (200, 200, None), (23, 4, 4), (23, 5, 4), (23, 13, 4), (23, 23, 4), (9, 6, 1)]
 
 
-def _run(dtype: np.dtype, leaf: int | None, call: Callable[[], Any]) -> Any:
-    if leaf is None:
-        return call()
-    with forced_leaf_size(dtype, leaf):
-        return call()
-
-
 @pytest.mark.parametrize("case", NPD_CASES, ids=lambda c: f"n{c[0]}k{c[1]}leaf{c[2]}")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("uplo", "LU")
@@ -81,8 +73,8 @@ def test_potrf_not_positive_definite(uplo: str, dtype: np.dtype, case: tuple) ->
         b = random_general(make_rng("npd-b", n), (n, 2), dtype)
         b0 = b.copy()
         args = (work.view, b) if name == "posv" else (work.view,)
-        with pytest.raises(tc.NotPositiveDefiniteError) as info:
-            _run(dtype, leaf, lambda: getattr(tc, name)(*args, uplo=uplo))  # noqa: B023
+        with pytest.raises(tc.NotPositiveDefiniteError) as info, forced_leaf_size(dtype, leaf):
+            getattr(tc, name)(*args, uplo=uplo)
         assert isinstance(info.value, np.linalg.LinAlgError)
         assert info.value.order == k, f"{name}: order {info.value.order}, expected {k}"
         if name == "posv":
@@ -95,8 +87,8 @@ def test_potrf_partial_factor_is_exact_before_failure(dtype: np.dtype) -> None:
     n, k = 40, 30
     a = failing_spd(n, k, dtype, "L", ("partial", str(dtype)))
     out = a.copy()
-    with pytest.raises(tc.NotPositiveDefiniteError):
-        _run(dtype, 8, lambda: tc.potrf(out))
+    with pytest.raises(tc.NotPositiveDefiniteError), forced_leaf_size(dtype, 8):
+        tc.potrf(out)
     lead = a[: k - 1, : k - 1]
     assert_small(potrf_error(lead, out[: k - 1, : k - 1], "L"), dtype, k - 1, "partial factor")
 
@@ -119,8 +111,8 @@ def test_potrf_nan_input(uplo: str, dtype: np.dtype, k: int, where: str) -> None
         i, j = j, i
     a[i, j] = nan_fill(dtype)
     for leaf in (None, 16):
-        with pytest.raises(tc.NotPositiveDefiniteError) as info:
-            _run(dtype, leaf, lambda: tc.potrf(a.copy(), uplo=uplo))
+        with pytest.raises(tc.NotPositiveDefiniteError) as info, forced_leaf_size(dtype, leaf):
+            tc.potrf(a.copy(), uplo=uplo)
         assert info.value.order == k
 
 
@@ -153,8 +145,8 @@ def test_singular(name: str, uplo: str, dtype: np.dtype, case: tuple) -> None:
         t[z, z] = -0.0 if z % 2 else 0.0
     emb = embed(t, "F-sub")
     before = emb.snapshot()
-    with pytest.raises(tc.SingularMatrixError) as info:
-        _run(dtype, leaf, lambda: getattr(tc, name)(emb.view, uplo=uplo))
+    with pytest.raises(tc.SingularMatrixError) as info, forced_leaf_size(dtype, leaf):
+        getattr(tc, name)(emb.view, uplo=uplo)
     assert isinstance(info.value, np.linalg.LinAlgError)
     assert info.value.index == zeros[0] + 1
     assert_bitwise_equal(emb.base, before, f"{name} changed A although it raised")

@@ -73,11 +73,8 @@ def test_full_grid(name: str, variant: tuple[str, str, str, str], dtype: np.dtyp
     for leaf in (None, 2):
         for la, lb in product(LAYOUTS, LAYOUTS):
             m, n = (7, 5) if variant[0] == "L" else (5, 7)
-            if leaf is None:
+            with forced_leaf_size(dtype, leaf):
                 check_trxm(name, dtype, variant, m, n, la, lb, _alpha(dtype), (la, lb))
-            else:
-                with forced_leaf_size(dtype, leaf):
-                    check_trxm(name, dtype, variant, m, n, la, lb, _alpha(dtype), (la, lb))
 
 
 # Sizes of B (m, n). The triangle is m x m for side L, n x n for side R: 0, 1, 2, 3, odd,
@@ -156,11 +153,8 @@ def test_nan_in_b_gives_nan(name: str, dtype: np.dtype) -> None:
         a = random_triangular(rng, 20, dtype)
         b = random_general(rng, (20, 3), dtype)
         b[0, 1] = nan_fill(dtype)
-        if leaf is None:
+        with forced_leaf_size(dtype, leaf):
             fn(a, b)
-        else:
-            with forced_leaf_size(dtype, leaf):
-                fn(a, b)
         # Left, lower, no transpose: row 0 of B feeds every row of column 1.
         assert np.isnan(b[:, 1]).all()
         assert not np.isnan(b[:, [0, 2]]).any()
