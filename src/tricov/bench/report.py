@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cases import format_shape
+from .cases import CASES, format_shape
 from .runner import Result
 
 if TYPE_CHECKING:
@@ -33,9 +33,11 @@ def table(results: Sequence[Result], title: str = "") -> Table:
     first = results[0] if results else None
     caption = ""
     if first is not None:
+        leaves = " ".join(f"{op}={first.leaf_sizes[op]}" for op in CASES[first.op].leaf_ops)
         caption = (f"native = {first.native_routine}; GEMM = {first.gemm_routine} "
                    f"{first.gemm_note}, rated with its own flop count; "
-                   f"median of {first.repeat} call{'' if first.repeat == 1 else 's'}")
+                   f"median of {first.repeat} call{'' if first.repeat == 1 else 's'}; "
+                   f"leaf sizes {leaves}")
     out = Table(title=title or None, caption=caption or None, title_justify="left",
                 caption_justify="left", box=box.SIMPLE_HEAD)
     dims = "x".join(first.dims) if first is not None else "shape"
