@@ -209,8 +209,12 @@ class Operands:
             if self._device is not None:
                 self._device.__exit__(None, None, None)
 
+    def working(self, index: int) -> Any:
+        """The memory the call works on for operand ``index`` (the array, or its copy)."""
+        op = self._ops[index]
+        return op.work if op.work is not None else op.user
+
     def conj_inplace(self, index: int) -> None:
         """Conjugate operand ``index`` (its working memory) in place."""
-        op = self._ops[index]
-        w = op.work if op.work is not None else op.user
+        w = self.working(index)
         self.xp.conjugate(w, out=w)

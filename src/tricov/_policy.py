@@ -45,6 +45,7 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
 _lock = threading.Lock()
 _overrides: dict[tuple[str, str], LeafSizes] = {}
 _tuned: dict[tuple[str, str], LeafSizes] | None = None
+_tuned_from: Path | None = None  # the file _tuned was read from
 
 
 def cache_dir() -> Path:
@@ -61,11 +62,12 @@ def _tuned_file() -> Path:
 
 
 def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
-    global _tuned
-    if _tuned is None:
+    global _tuned, _tuned_from
+    if _tuned is None or _tuned_from != _tuned_file():
+        _tuned_from = _tuned_file()
         table: dict[tuple[str, str], LeafSizes] = {}
         try:
-            raw = json.loads(_tuned_file().read_text())
+            raw = json.loads(_tuned_from.read_text())
         except (OSError, ValueError):
             raw = {}
         names = {f.name for f in fields(LeafSizes)}
@@ -117,14 +119,15 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
 
 
 def store_tuned(backend: str, dtype: np.dtype, sizes: dict[str, int], info: dict) -> Path:
-    """Merge measured leaf sizes into the cache file and return its path."""
+    """Merge measured leaf sizes (some or all operations) into the cache file; return its path."""
     global _tuned
     path = _tuned_file()
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError):
         raw = {}
-    raw.setdefault("leaf_sizes", {}).setdefault(backend, {})[np.dtype(dtype).name] = sizes
+    per_backend = raw.setdefault("leaf_sizes", {}).setdefault(backend, {})
+    per_backend.setdefault(np.dtype(dtype).name, {}).update(sizes)
     raw.setdefault("machine", {})[backend] = info
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -199,9 +199,20 @@ def _lower_view(a: Mat, lower: bool) -> Mat:
 
 
 def _potrf_views(ops: Operands, a: Mat) -> None:
+    """Factor operand 0 (viewed as ``a``); raise with LAPACK's order on failure.
+
+    Some LAPACKs (OpenBLAS among them) do not test pivots for NaN. A NaN anywhere in the
+    referenced triangle reaches the diagonal of the factor in its own row, so the first NaN on
+    the diagonal gives the order reference LAPACK would report.
+    """
     recursive.potrf(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), a)
-    if ops.ex.info:
-        raise NotPositiveDefiniteError(ops.ex.info)
+    order = ops.ex.info
+    if not order:
+        xp = ops.xp
+        nan = xp.flatnonzero(xp.isnan(xp.diagonal(ops.working(0))))
+        order = int(nan[0]) + 1 if nan.size else 0
+    if order:
+        raise NotPositiveDefiniteError(order)
 
 
 def _check_diagonal(ops: Operands, arr: Any) -> None:
