@@ -13,7 +13,12 @@ the timed region.
 from __future__ import annotations
 
 import argparse
+import collections
+import cProfile
+import io
 import json
+import math
+import pstats
 import time
 
 import cupy as cp
@@ -50,7 +55,7 @@ def rand(shape, dt, order="F"):
 
 
 def tri(n, dt):
-    a = cp.tril(rand((n, n), dt)) / np.sqrt(n)
+    a = cp.tril(rand((n, n), dt)) / math.sqrt(n)
     a[cp.arange(n), cp.arange(n)] = 1.0 + cp.abs(a[cp.arange(n), cp.arange(n)])
     return cp.asfortranarray(a)
 
@@ -127,7 +132,7 @@ def bench_trxm(kind, m, n, dt, sweep):
                                                  a.data.ptr, m, b.data.ptr, m, b.data.ptr, m)
     tn = timed(native, restore)
     record(kind, dt, f"{m}x{n}", flops / t / 1e12, {"cublas": flops / tn / 1e12},
-           gemm_rate(m, n, m, dt) / 2, {"leaf": nb, "sweep": {str(k): flops / v / 1e12
+           gemm_rate(m, n, m, dt), {"leaf": nb, "sweep": {str(k): flops / v / 1e12
                                                               for k, v in allr.items()}})
 
 
@@ -162,18 +167,75 @@ def bench_chol(op, n, dt, sweep, torch):
            {"leaf": nb, "sweep": {str(k): flops / v / 1e12 for k, v in allr.items()}})
 
 
-def overhead():
+def overhead(profile: bool):
+    """Host time per call of a one-leaf trsm and of a potrf with 7 primitives."""
     a, b = tri(64, np.float64), rand((64, 8), np.float64)
-    tc.trsm(a, b)
-    cp.cuda.Device().synchronize()
-    t0 = time.perf_counter()
-    for _ in range(200):
-        tc.trsm(a, b)
-    t1 = time.perf_counter()
-    cp.cuda.Device().synchronize()
-    t2 = time.perf_counter()
-    print(json.dumps({"python_overhead_us_per_call": (t1 - t0) / 200 * 1e6,
-                      "wall_us_per_call": (t2 - t0) / 200 * 1e6}), flush=True)
+    s = spd(256, np.float64)
+    tc.set_leaf_size("gpu", "potrf", np.float64, 64)
+    cases = {"trsm64x8": lambda: tc.trsm(a, b),
+             "potrf256_leaf64": lambda: tc.potrf(s.copy(order="F"))}
+    for name, fn in cases.items():
+        fn()
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            fn()
+        t1 = time.perf_counter()
+        cp.cuda.Device().synchronize()
+        t2 = time.perf_counter()
+        print(json.dumps({"case": name, "host_us_per_call": (t1 - t0) / 200 * 1e6,
+                          "wall_us_per_call": (t2 - t0) / 200 * 1e6}), flush=True)
+        if profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(100):
+                fn()
+            prof.disable()
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(12)
+            print(out.getvalue()[-3000:], flush=True)
+    tc.set_leaf_size("gpu", "potrf", np.float64, None)
+
+
+def primitive_times(kind, m, n, dt, leaf):
+    """GPU time per primitive kind inside one call (CUDA events around each raw call)."""
+    from tricov.backends.cuda import CUDAExecutor
+
+    totals: dict[str, float] = collections.defaultdict(float)
+    counts: dict[str, int] = collections.defaultdict(int)
+    names = ["raw_gemm", "raw_trsm", "raw_trmm", "raw_herk", "raw_potrf", "raw_trtri",
+             "raw_lauum", "_narrow"]
+    saved = {name: getattr(CUDAExecutor, name) for name in names}
+
+    def wrap(name, fn):
+        def timed_call(self, *args):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            out = fn(self, *args)
+            e1.record()
+            e1.synchronize()
+            totals[name] += cp.cuda.get_elapsed_time(e0, e1)
+            counts[name] += 1
+            return out
+        return timed_call
+
+    for name, fn in saved.items():
+        setattr(CUDAExecutor, name, wrap(name, fn))
+    try:
+        tc.set_leaf_size("gpu", kind, dt, leaf)
+        if kind == "potrf":
+            x = spd(m, dt)
+            tc.potrf(x)
+        else:
+            a, b = tri(m, dt), rand((m, n), dt)
+            getattr(tc, kind)(a, b)
+    finally:
+        for name, fn in saved.items():
+            setattr(CUDAExecutor, name, fn)
+        tc.set_leaf_size("gpu", kind, dt, None)
+    print(json.dumps({"primitives": f"{kind} {m}x{n} leaf {leaf}",
+                      **{k: f"{counts[k]} calls {v:.2f} ms" for k, v in totals.items()}}),
+          flush=True)
 
 
 def main():
@@ -182,13 +244,19 @@ def main():
     p.add_argument("--sweep", action="store_true")
     p.add_argument("--json")
     p.add_argument("--dtypes", default="float64,float32")
+    p.add_argument("--profile", action="store_true", help="host profile and GPU time by "
+                   "primitive for a few cases")
     args = p.parse_args()
     import torch
 
     print(json.dumps({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                       "copy_GBps": copy_bandwidth(),
                       "dgemm8192_TFs": gemm_rate(8192, 8192, 8192, np.float64)}), flush=True)
-    overhead()
+    overhead(args.profile)
+    if args.profile:
+        for case in [("trsm", 16384, 64, 128), ("trsm", 16384, 64, 256), ("trsm", 8192, 8192, 256),
+                     ("trsm", 8192, 8192, 1024), ("potrf", 8192, 0, 1024)]:
+            primitive_times(case[0], case[1], case[2], np.float64, case[3])
     for dt in [np.dtype(d) for d in args.dtypes.split(",")]:
         squares = (4096, 8192) if args.quick else (4096, 8192, 16384)
         for kind in ("trsm", "trmm"):

@@ -9,6 +9,7 @@ into a column-major buffer and, for outputs, copied back on exit, also when the 
 
 from __future__ import annotations
 
+import ctypes
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -94,19 +95,17 @@ class _Operand:
 def _address_alias(x: Any) -> np.ndarray:
     """A NumPy array over the same addresses as ``x`` (host or device), never dereferenced.
 
-    ``numpy.shares_memory`` only does arithmetic on addresses, shapes and strides, so an alias
-    of a device array answers overlap questions exactly without touching GPU memory.
+    ``numpy.shares_memory`` only does arithmetic on addresses, shapes and strides, and a ctypes
+    buffer placed at an address reads nothing, so an alias of a device array answers overlap
+    questions exactly without touching GPU memory.
     """
     if not _is_cupy(x):
         return x
-    iface = dict(x.__cuda_array_interface__)
-    iface = {"data": (iface["data"][0], False), "shape": iface["shape"],
-             "strides": iface.get("strides"), "typestr": iface["typestr"], "version": 3}
-
-    class _Alias:
-        __array_interface__ = iface
-
-    return np.asarray(_Alias())
+    low = sum(min(0, (n - 1) * s) for n, s in zip(x.shape, x.strides, strict=True))
+    high = sum(max(0, (n - 1) * s) for n, s in zip(x.shape, x.strides, strict=True))
+    span = high - low + x.dtype.itemsize
+    raw = (ctypes.c_char * span).from_address(x.data.ptr + low)
+    return np.ndarray(x.shape, dtype=x.dtype, buffer=raw, offset=-low, strides=x.strides)
 
 
 def _overlap(x: Any, y: Any) -> bool:

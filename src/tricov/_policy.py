@@ -45,7 +45,7 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
 _lock = threading.Lock()
 _overrides: dict[tuple[str, str], LeafSizes] = {}
 _tuned: dict[tuple[str, str], LeafSizes] | None = None
-_tuned_from: Path | None = None  # the file _tuned was read from
+_tuned_env: tuple[str | None, str | None] | None = None  # the settings _tuned was read under
 
 
 def cache_dir() -> Path:
@@ -62,12 +62,13 @@ def _tuned_file() -> Path:
 
 
 def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
-    global _tuned, _tuned_from
-    if _tuned is None or _tuned_from != _tuned_file():
-        _tuned_from = _tuned_file()
+    global _tuned, _tuned_env
+    env = (os.environ.get("TRICOV_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"))
+    if _tuned is None or _tuned_env != env:
+        _tuned_env = env
         table: dict[tuple[str, str], LeafSizes] = {}
         try:
-            raw = json.loads(_tuned_from.read_text())
+            raw = json.loads(_tuned_file().read_text())
         except (OSError, ValueError):
             raw = {}
         names = {f.name for f in fields(LeafSizes)}
@@ -83,9 +84,10 @@ def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
 def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
     """Leaf sizes in force for ``backend`` ("cpu", "gpu") and ``dtype``."""
     key = (backend, np.dtype(dtype).name)
+    override = _overrides.get(key)
+    if override is not None:
+        return override
     with _lock:
-        if key in _overrides:
-            return _overrides[key]
         tuned = _load_tuned()
     if key in tuned:
         return tuned[key]

@@ -13,8 +13,7 @@ letter) triples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,9 +22,11 @@ from . import _options as opt
 __all__ = ["Mat", "view_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class Mat:
+class Mat(NamedTuple):
     """A logical matrix ``op(M)`` over column-major memory ``M``.
+
+    A named tuple: the recursions make many of these, and tuples are the cheapest immutable
+    objects Python builds.
 
     Attributes
     ----------

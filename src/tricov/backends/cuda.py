@@ -48,8 +48,9 @@ class CUDAExecutor(Executor):
 
         super().__init__(dtype)
         self.xp = cupy
-        self._stream = cupy.cuda.get_current_stream()
-        self._hb, self._hs = lib.bind_stream(self._stream.ptr)
+        self._stream = cupy.cuda.get_current_stream().ptr
+        self._hb = lib.bind_blas(self._stream)
+        self._solver: int | None = None  # bound on first use: only Cholesky leaves need it
         self._statuses: list[tuple[Any, int]] = []
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
 
@@ -69,6 +70,12 @@ class CUDAExecutor(Executor):
         return 0
 
     # ------------------------------------------------------------- helpers
+    @property
+    def _hs(self) -> int:
+        if self._solver is None:
+            self._solver = lib.bind_solver(self._stream)
+        return self._solver
+
     def _s(self, *values: complex, real: bool = False) -> int:
         buf = _scalar_buffer(self.dtype, *values, real=real)
         self._keep.append(buf)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["blas", "cublas_handle", "cusolver_handle", "solver"]
+__all__ = ["bind_blas", "bind_solver", "blas", "check", "cublas_handle", "cusolver_handle",
+           "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -29,7 +29,6 @@ _PREFIX = {np.dtype(np.float32): "S", np.dtype(np.float64): "D", np.dtype(np.com
            np.dtype(np.complex128): "Z"}
 
 _vp, _i, _i64, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
-_lock = threading.Lock()
 
 
 def _loaded_library(fragment: str) -> ctypes.CDLL:
@@ -107,11 +106,16 @@ def check(status: int, what: str) -> None:
         raise RuntimeError(f"{what} failed with status {status}")
 
 
-def bind_stream(stream_ptr: int) -> tuple[int, int]:
-    """Point both handles of the current device at a stream; returns (cublas, cusolver)."""
-    hb, hs = cublas_handle(), cusolver_handle()
-    with _lock:
-        check(blas("cublasSetStream_v2")(hb, stream_ptr), "cublasSetStream")
-        check(blas("cublasSetPointerMode_v2")(hb, 0), "cublasSetPointerMode")
-        check(solver("cusolverDnSetStream")(hs, stream_ptr), "cusolverDnSetStream")
-    return hb, hs
+def bind_blas(stream_ptr: int) -> int:
+    """CuPy's cuBLAS handle of the current device, on ``stream_ptr``, host pointer mode."""
+    handle = cublas_handle()
+    check(blas("cublasSetStream_v2")(handle, stream_ptr), "cublasSetStream")
+    check(blas("cublasSetPointerMode_v2")(handle, 0), "cublasSetPointerMode")
+    return handle
+
+
+def bind_solver(stream_ptr: int) -> int:
+    """CuPy's cuSOLVER handle of the current device, on ``stream_ptr``."""
+    handle = cusolver_handle()
+    check(solver("cusolverDnSetStream")(handle, stream_ptr), "cusolverDnSetStream")
+    return handle
