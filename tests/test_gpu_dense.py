@@ -214,3 +214,36 @@ def test_torch_dlpack_zero_copy(cp):
     out = tc.trsm(a, b)
     assert out is b
     assert torch.allclose(b, torch.full_like(b, 0.5))
+
+
+@pytest.mark.parametrize("graphs", [True, False])
+def test_repeated_calls_replay_with_current_data(cp, small_leaves, graphs):
+    """The third and later identical calls replay a captured graph: results follow the data."""
+    rng = np.random.default_rng(11)
+    tc.set_cuda_graphs(graphs)
+    try:
+        n = 150
+        a = _tri(rng, n, np.float64, True)
+        A = cp.asarray(a, order="F")
+        B = cp.empty((n, 7), order="F")
+        S = cp.empty((n, n), order="F")
+        for trial in range(4):
+            b = rng.standard_normal((n, 7))
+            B[...] = cp.asarray(b)
+            tc.trsm(A, B)
+            x = cp.asnumpy(B)
+            assert np.abs(a @ x - b).max() < 1e-10, trial
+            s = _spd(rng, n, np.float64)
+            if trial == 3:
+                s[120, 120] = -5.0  # fails at a leaf after the graph was captured
+            S[...] = cp.asarray(s)
+            if trial < 3:
+                tc.potrf(S)
+                f = np.tril(cp.asnumpy(S))
+                assert np.abs(f @ f.T - s).max() < 1e-10, trial
+            else:
+                with pytest.raises(tc.NotPositiveDefiniteError) as err:
+                    tc.potrf(S)
+                assert err.value.order <= 121
+    finally:
+        tc.set_cuda_graphs(True)

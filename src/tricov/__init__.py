@@ -12,6 +12,7 @@ array([[1.],
 """
 
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
+from ._plans import cuda_graphs_enabled, set_cuda_graphs
 from ._policy import leaf_sizes, set_leaf_size
 from .dense import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trtri
 
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularMatrixError",
+    "cuda_graphs_enabled",
     "lauum",
     "leaf_sizes",
     "posv",
@@ -27,6 +29,7 @@ __all__ = [
     "potri",
     "potrf",
     "potrs",
+    "set_cuda_graphs",
     "set_leaf_size",
     "syrk",
     "trmm",

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _plans
 from ._views import Mat, view_of
 from .backends.base import Executor
 
@@ -207,6 +208,11 @@ class Operands:
         finally:
             if self._device is not None:
                 self._device.__exit__(None, None, None)
+
+    def run(self, fn: Any, *args: Any) -> None:
+        """Run a recursion ``fn(ex, *args)`` on this call's executor (replaying a captured CUDA
+        graph when the same call was seen before; see :mod:`tricov._plans`)."""
+        self.ex = _plans.run(self.ex, fn, *args)
 
     def working(self, index: int) -> Any:
         """The memory the call works on for operand ``index`` (the array, or its copy)."""

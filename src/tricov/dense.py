@@ -47,7 +47,7 @@ def _triangular(ops: Operands, rec: Callable, a: Mat, b: Mat, b_index: int, *, l
         ops.conj_inplace(b_index)
         b = b.conj
     try:
-        rec(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), tri_lower, unit, alpha, tri, b)
+        ops.run(rec, leaf_sizes(ops.ex.backend, ops.dtype), tri_lower, unit, alpha, tri, b)
     finally:
         if flip:
             ops.conj_inplace(b_index)
@@ -186,7 +186,7 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
             ops.conj_inplace(1)
             c = c.conj
         try:
-            recursive.herk(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), alpha, d, beta, c)
+            ops.run(recursive.herk, leaf_sizes(ops.ex.backend, ops.dtype), alpha, d, beta, c)
         finally:
             if flip:
                 ops.conj_inplace(1)
@@ -205,7 +205,7 @@ def _potrf_views(ops: Operands, a: Mat) -> None:
     referenced triangle reaches the diagonal of the factor in its own row, so the first NaN on
     the diagonal gives the order reference LAPACK would report.
     """
-    recursive.potrf(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), a)
+    ops.run(recursive.potrf, leaf_sizes(ops.ex.backend, ops.dtype), a)
     order = ops.ex.info
     if not order:
         xp = ops.xp
@@ -224,10 +224,10 @@ def _check_diagonal(ops: Operands, arr: Any) -> None:
 
 def _potri_views(ops: Operands, a: Mat) -> None:
     nb = leaf_sizes(ops.ex.backend, ops.dtype)
-    recursive.trtri(ops.ex, nb, False, a)
+    ops.run(recursive.trtri, nb, False, a)
     if ops.ex.info:
         raise SingularMatrixError(ops.ex.info)
-    recursive.lauum(ops.ex, nb, a)
+    ops.run(recursive.lauum, nb, a)
 
 
 def potrf(A: Array, *, uplo: str = "L") -> Array:
@@ -287,8 +287,8 @@ def trtri(A: Array, *, uplo: str = "L", diag: str = "N") -> Array:
     if not unit:
         _check_diagonal(ops, ops.arrays[0])
     with ops as (a,):
-        recursive.trtri(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), unit,
-                        _lower_view(a, lower))
+        ops.run(recursive.trtri, leaf_sizes(ops.ex.backend, ops.dtype), unit,
+                _lower_view(a, lower))
     if ops.ex.info:
         raise SingularMatrixError(ops.ex.info)
     return A
@@ -311,7 +311,7 @@ def lauum(A: Array, *, uplo: str = "L") -> Array:
     ops = Operands(("A", A, True))
     _square(ops.arrays[0], "A")
     with ops as (a,):
-        recursive.lauum(ops.ex, leaf_sizes(ops.ex.backend, ops.dtype), _lower_view(a, lower))
+        ops.run(recursive.lauum, leaf_sizes(ops.ex.backend, ops.dtype), _lower_view(a, lower))
     return A
 
 

@@ -4,10 +4,11 @@ Every primitive is enqueued on the caller's current CuPy stream and nothing wait
 device inside an operation: leaf failures (cuSOLVER's ``devInfo``) land in device memory and
 are read once, when the front end asks for :attr:`CUDAExecutor.info`.
 
-Leaves: narrow right-hand sides (at most :data:`NARROW` columns) go to tricov's warp-per-column
-kernel (``kernels/cuda/triangular.cu``), where cuBLAS TRSM/TRMM run at a fraction of GEMM speed;
-wider ones to cuBLAS. POTRF and TRTRI leaves are cuSOLVER's; the LAUUM leaf (which cuSOLVER
-lacks) is a cuBLAS TRMM on a zero-padded copy of the triangle.
+Leaves: triangular leaves up to the kernel's largest order go to tricov's warp-per-column kernel
+(``kernels/cuda/triangular.cu``), where cuBLAS TRSM/TRMM run at a fraction of GEMM speed;
+larger leaves, or more than :data:`NARROW` right-hand sides, to cuBLAS. POTRF and TRTRI leaves
+are cuSOLVER's; the LAUUM leaf (which cuSOLVER lacks) is a cuBLAS TRMM on a zero-padded copy of
+the triangle.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import TRI_ORDERS, nvrtc, tri_columns
+from ..kernels import nvrtc, tri_columns, tri_orders
 from . import cuda_libs as lib
 from .base import Executor
 
 __all__ = ["CUDAExecutor", "NARROW"]
 
-#: Right-hand sides at or below which triangular leaves use tricov's own kernel.
-NARROW = 512
+#: Right-hand sides at or below which triangular leaves use tricov's own kernel (all, by
+#: default: its thousands of warps beat cuBLAS's TRSM/TRMM on leaf-sized triangles).
+NARROW = 1 << 30
 
 
 def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.ndarray:
@@ -43,13 +45,13 @@ class CUDAExecutor(Executor):
     #: Right-hand sides at or below which triangular leaves use tricov's own kernel.
     narrow = NARROW
 
-    def __init__(self, dtype: np.dtype) -> None:
+    def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
 
         super().__init__(dtype)
         self.xp = cupy
         self._stream = cupy.cuda.get_current_stream().ptr
-        self._hb = lib.bind_blas(self._stream)
+        self._hb = lib.bind_blas(self._stream, blas_handle)
         self._solver: int | None = None  # bound on first use: only Cholesky leaves need it
         self._statuses: list[tuple[Any, int]] = []
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
@@ -86,9 +88,10 @@ class CUDAExecutor(Executor):
                 b: Mat) -> bool:
         """Run the warp-per-column kernel on logical views if the shape suits it."""
         n, ncols = b.rows, b.cols
-        if ncols > self.narrow or n > TRI_ORDERS[-1]:
+        orders = tri_orders(self.dtype.itemsize)
+        if ncols > self.narrow or n > orders[-1]:
             return False
-        order = next(k for k in TRI_ORDERS if k >= n)
+        order = next(k for k in orders if k >= n)
         cols = tri_columns(order, self.dtype.itemsize, mult)
         opa = a.op if self.complex else a.op & opt.T
         opb = b.op if self.complex else b.op & opt.T

@@ -12,11 +12,12 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-__all__ = ["bind_blas", "bind_solver", "blas", "check", "cublas_handle", "cusolver_handle",
-           "solver"]
+__all__ = ["bind_blas", "bind_solver", "blas", "capture_handle", "check", "cublas_handle",
+           "cusolver_handle", "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -64,6 +65,8 @@ def cusolver_handle() -> int:
 
 
 _SIGNATURES: dict[str, list] = {
+    "cublasCreate_v2": [_vp],
+    "cublasSetWorkspace_v2": [_vp, _vp, _sz],
     "cublasSetStream_v2": [_vp, _vp],
     "cublasSetPointerMode_v2": [_vp, _i],
     "gemm_v2": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _vp, _i],
@@ -106,9 +109,33 @@ def check(status: int, what: str) -> None:
         raise RuntimeError(f"{what} failed with status {status}")
 
 
-def bind_blas(stream_ptr: int) -> int:
-    """CuPy's cuBLAS handle of the current device, on ``stream_ptr``, host pointer mode."""
-    handle = cublas_handle()
+#: Workspace of each capture handle (cuBLAS's recommendation for Hopper).
+CAPTURE_WORKSPACE = 32 << 20
+_capture_handles: dict[int, tuple[int, Any]] = {}
+
+
+def capture_handle() -> int:
+    """A cuBLAS handle of tricov's own for the current device, used while capturing graphs.
+
+    It owns its workspace (set once with ``cublasSetWorkspace``), so captured cuBLAS calls never
+    allocate, and CuPy's own handle keeps its settings.
+    """
+    import cupy
+
+    device = cupy.cuda.Device().id
+    if device not in _capture_handles:
+        handle = ctypes.c_void_p()
+        check(blas("cublasCreate_v2")(ctypes.byref(handle)), "cublasCreate")
+        workspace = cupy.empty(CAPTURE_WORKSPACE, dtype=np.uint8)
+        check(blas("cublasSetWorkspace_v2")(handle.value, workspace.data.ptr,
+                                            CAPTURE_WORKSPACE), "cublasSetWorkspace")
+        _capture_handles[device] = (handle.value, workspace)
+    return _capture_handles[device][0]
+
+
+def bind_blas(stream_ptr: int, handle: int | None = None) -> int:
+    """A cuBLAS handle (CuPy's by default) on ``stream_ptr``, in host pointer mode."""
+    handle = cublas_handle() if handle is None else handle
     check(blas("cublasSetStream_v2")(handle, stream_ptr), "cublasSetStream")
     check(blas("cublasSetPointerMode_v2")(handle, 0), "cublasSetPointerMode")
     return handle

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-__all__ = ["TRI_ORDERS", "instantiations", "tri_columns"]
+__all__ = ["TRI_ORDERS", "instantiations", "tri_columns", "tri_orders"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 
 #: Leaf orders the warp-per-column triangular kernel is compiled for.
 TRI_ORDERS = (32, 64, 128, 256)
+
+
+def tri_orders(itemsize: int) -> tuple[int, ...]:
+    """Leaf orders of ``tri_small`` for an item size: a lane's column of T (``order / 32``
+    values, twice over for prefetching) must stay in registers, so 16-byte types stop at 128."""
+    return tuple(k for k in TRI_ORDERS if k * itemsize <= 2048)
 
 
 def tri_columns(order: int, itemsize: int, mult: bool) -> int:
@@ -31,7 +37,8 @@ def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[st
     if source == "triangular.cu":
         for t, size in _TYPES.items():
             decls = out.setdefault(t, [])
-            for order in orders:
+            allowed = tri_orders(size)
+            for order in sorted({min(k, allowed[-1]) for k in orders}):
                 for mult in (False, True):
                     cols = tri_columns(order, size, mult)
                     for lower in ("false", "true"):

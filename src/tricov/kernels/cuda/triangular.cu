@@ -33,42 +33,64 @@ tri_small(int n, int ncols, T alpha, const T* __restrict__ A, long long lda, int
         }
     }
     // Step k = 32 * slot + kk: the slot loop is unrolled (register indices are compile-time),
-    // the 32 steps inside a slot are a run-time loop (small code, fast compiles).
+    // the 32 steps inside a slot are a run-time loop (small code, fast compiles). Nothing that
+    // waits on memory is left on the step-to-step chain: the slot's 32 inverse diagonals are
+    // formed up front (lane kk holds row k's), and column k + 1 of T is loaded during step k.
 #pragma unroll
     for (int s = 0; s < R; ++s) {
         const int slot = LOWER ? s : R - 1 - s;  // forward for lower, backward for upper
+        const int first = 32 * slot + (LOWER ? 0 : 31);
+        T dinv = T(1);
+        if (!MULT && !unit && 32 * slot + lane < n) {
+            const int kd = 32 * slot + lane;
+            dinv = T(1) / load(A, lda, opa, kd, kd);
+        }
+        T col[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = lane + 32 * r;
+            const bool used = LOWER ? r >= slot : r <= slot;
+            col[r] = (used && i < n && first < n) ? load(A, lda, opa, i, first) : T(0);
+        }
 #pragma unroll 1
         for (int q = 0; q < 32; ++q) {
             const int kk = LOWER ? q : 31 - q;
             const int k = 32 * slot + kk;
-            if (k >= n) continue;
-            if (!MULT && !unit) {
-                const T inv = T(1) / load(A, lda, opa, k, k);
-                if (lane == kk) {
-#pragma unroll
-                    for (int c = 0; c < COLS; ++c) x[c][slot] = x[c][slot] * inv;
-                }
-            }
-            T xk[COLS];
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) xk[c] = shfl(x[c][slot], kk);
+            const int next = LOWER ? k + 1 : k - 1;
+            const bool more = q < 31 && next < n;
+            T nxt[R];
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                if (LOWER ? r < slot : r > slot) continue;  // rows all on the wrong side of k
                 const int i = lane + 32 * r;
-                if (i >= n) continue;
-                if (MULT) {
-                    if (LOWER ? i < k : i > k) continue;
-                    const T t = (i == k && unit) ? T(1) : load(A, lda, opa, i, k);
+                const bool used = LOWER ? r >= slot : r <= slot;
+                nxt[r] = (used && more && i < n) ? load(A, lda, opa, i, next) : T(0);
+            }
+            if (k < n) {
+                if (!MULT && !unit && lane == kk) {
 #pragma unroll
-                    for (int c = 0; c < COLS; ++c) acc[c][r] += t * xk[c];
-                } else {
-                    if (LOWER ? i <= k : i >= k) continue;
-                    const T t = load(A, lda, opa, i, k);
+                    for (int c = 0; c < COLS; ++c) x[c][slot] = x[c][slot] * dinv;
+                }
+                T xk[COLS];
 #pragma unroll
-                    for (int c = 0; c < COLS; ++c) x[c][r] -= t * xk[c];
+                for (int c = 0; c < COLS; ++c) xk[c] = shfl(x[c][slot], kk);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    if (LOWER ? r < slot : r > slot) continue;  // rows all on the far side of k
+                    const int i = lane + 32 * r;
+                    if (MULT) {
+                        if (LOWER ? i < k : i > k) continue;
+                        const T t = (i == k && unit) ? T(1) : col[r];
+#pragma unroll
+                        for (int c = 0; c < COLS; ++c) acc[c][r] += t * xk[c];
+                    } else {
+                        if (LOWER ? i <= k : i >= k) continue;
+#pragma unroll
+                        for (int c = 0; c < COLS; ++c) x[c][r] -= col[r] * xk[c];
+                    }
                 }
             }
+#pragma unroll
+            for (int r = 0; r < R; ++r) col[r] = nxt[r];
         }
     }
 #pragma unroll

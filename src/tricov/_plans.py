@@ -1,0 +1,106 @@
+"""Plans: recursions captured once as CUDA graphs and replayed on later identical calls.
+
+A recursion's launches depend only on its arguments (views, scalars, leaf sizes), never on the
+data, so a call that repeats one already seen (same operation, operands at the same addresses
+with the same shapes and layouts, same options, device and settings) can replay a CUDA graph of
+the first run: one launch instead of one per primitive, and no Python on the critical path.
+
+The first sighting of a key runs eagerly; the second is captured on a private stream (with a
+private cuBLAS handle that owns its workspace, so nothing allocates during the capture) and
+launched on the caller's stream; later ones just launch. The plan keeps its executor alive: its
+workspaces and the device-side status words that :attr:`Executor.info` reads after a replay.
+Set ``TRICOV_CUDA_GRAPHS=0`` or call :func:`set_cuda_graphs` to run everything eagerly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from .backends.base import Executor
+
+__all__ = ["cuda_graphs_enabled", "run", "set_cuda_graphs"]
+
+#: Plans kept per process (least recently used ones are dropped first).
+CAPACITY = 64
+
+_lock = threading.Lock()
+_plans: OrderedDict[tuple, Any] = OrderedDict()
+_enabled = os.environ.get("TRICOV_CUDA_GRAPHS", "1") != "0"
+
+
+def set_cuda_graphs(enabled: bool) -> None:
+    """Turn the capture and replay of CUDA graphs for repeated GPU calls on or off."""
+    global _enabled
+    with _lock:
+        _enabled = bool(enabled)
+        _plans.clear()
+
+
+def cuda_graphs_enabled() -> bool:
+    """Whether repeated GPU calls replay captured CUDA graphs."""
+    return _enabled
+
+
+class _Plan:
+    __slots__ = ("ex", "graph", "stream")
+
+    def __init__(self, graph: Any, ex: Executor, stream: Any) -> None:
+        self.graph, self.ex, self.stream = graph, ex, stream
+
+
+def run(ex: Executor, fn: Callable[..., Any], *args: Any) -> Executor:
+    """Run ``fn(ex, *args)``, through a captured graph where that pays; return the executor
+    whose :attr:`~Executor.info` describes this call."""
+    if ex.backend != "gpu" or not _enabled:
+        fn(ex, *args)
+        return ex
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    if stream.is_capturing():  # the caller is recording us into a graph of its own
+        fn(ex, *args)
+        return ex
+    key = (fn, args, ex.dtype, type(ex).narrow, cupy.cuda.Device().id)
+    with _lock:
+        entry = _plans.get(key)
+        if entry is not None:
+            _plans.move_to_end(key)
+    if isinstance(entry, _Plan):
+        entry.graph.launch(stream=stream)
+        return entry.ex
+    if entry is None:  # first sighting: run eagerly, remember it
+        fn(ex, *args)
+        _remember(key, 1)
+        return ex
+    plan = _capture(ex, fn, args)
+    _remember(key, plan)
+    plan.graph.launch(stream=stream)
+    return plan.ex
+
+
+def _remember(key: tuple, value: Any) -> None:
+    with _lock:
+        _plans[key] = value
+        _plans.move_to_end(key)
+        while len(_plans) > CAPACITY:
+            _plans.popitem(last=False)
+
+
+def _capture(ex: Executor, fn: Callable[..., Any], args: tuple) -> _Plan:
+    import cupy
+
+    from .backends import cuda_libs
+
+    capture = cupy.cuda.Stream(non_blocking=True)
+    with capture:
+        planned = type(ex)(ex.dtype, blas_handle=cuda_libs.capture_handle())
+        capture.begin_capture()
+        try:
+            fn(planned, *args)
+        finally:
+            graph = capture.end_capture()
+    return _Plan(graph, planned, capture)
