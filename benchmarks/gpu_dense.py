@@ -131,8 +131,19 @@ def bench_trxm(kind, m, n, dt, sweep):
         native = lambda: lib.blas("trmm_v2", dt)(h, 0, 0, 0, 0, m, n, one.ctypes.data,  # noqa
                                                  a.data.ptr, m, b.data.ptr, m, b.data.ptr, m)
     tn = timed(native, restore)
+    extra_rates = {}
+    if sweep:
+        from tricov.backends.cuda import CUDAExecutor
+
+        saved = CUDAExecutor.narrow
+        CUDAExecutor.narrow = 0
+        extra_rates["cublas_leaves_TFs"] = flops / run() / 1e12
+        CUDAExecutor.narrow = saved
+        tc.set_cuda_graphs(False)
+        extra_rates["eager_TFs"] = flops / run() / 1e12
+        tc.set_cuda_graphs(True)
     record(kind, dt, f"{m}x{n}", flops / t / 1e12, {"cublas": flops / tn / 1e12},
-           gemm_rate(m, n, m, dt), {"leaf": nb, "sweep": {str(k): flops / v / 1e12
+           gemm_rate(m, n, m, dt), {**extra_rates, "leaf": nb, "sweep": {str(k): flops / v / 1e12
                                                               for k, v in allr.items()}})
 
 
@@ -152,6 +163,10 @@ def bench_chol(op, n, dt, sweep, torch):
         if op != "potrf":
             tc.set_leaf_size("gpu", "lauum", dt, nb)
             t = run()
+        if n <= 16384:
+            syrk_nb, t_syrk, syrk_all = best_leaf("syrk", dt, (128, 256, 512, 1024), run)
+            allr.update({f"syrk{k}": v for k, v in syrk_all.items()})
+            t = min(t, t_syrk)
     else:
         nb, t, allr = None, run(), {}
     peers = {}
