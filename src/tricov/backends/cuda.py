@@ -44,6 +44,8 @@ class CUDAExecutor(Executor):
     backend = "gpu"
     #: Right-hand sides at or below which triangular leaves use tricov's own kernel.
     narrow = NARROW
+    #: HERK leaves with ``k >= herk_by_gemm * n`` run as a GEMM plus a triangle update.
+    herk_by_gemm = 1
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -132,6 +134,19 @@ class CUDAExecutor(Executor):
             self._s(alpha), a, lda, b, ldb, b, ldb), "trmm")
 
     def raw_herk(self, uplo, trans, n, k, alpha, a, lda, beta, c, ldc):
+        if k >= self.herk_by_gemm * n:
+            # cuBLAS SYRK/HERK run far below GEMM speed: form the whole block A A^H with GEMM
+            # (twice the flops) and update the referenced triangle from it.
+            work = self.xp.empty((n, n), dtype=self.dtype, order="F")
+            self._keep.append(work)
+            other = b"N" if trans != b"N" else (b"C" if self.complex else b"T")
+            self.raw_gemm(trans, other, n, n, k, 1.0, a, lda, a, lda, 0.0, work.data.ptr, n)
+            expr = f"tricov::tri_update<{nvrtc.CTYPE[self.dtype]}, {nvrtc.cbool(uplo == b'L')}>"
+            kernel = nvrtc.function("triangular.cu", expr)
+            kernel((-(-n // 32), -(-n // 8)), (32, 8),
+                   (np.int32(n), self.dtype.type(alpha), np.uint64(work.data.ptr), np.int64(n),
+                    self.dtype.type(beta), np.uint64(c), np.int64(ldc), np.int32(beta == 0)))
+            return
         name = "herk_v2" if self.complex else "syrk_v2"
         if self.complex:
             scalars = (self._s(alpha, real=True), self._s(beta, real=True))

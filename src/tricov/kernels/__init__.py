@@ -50,4 +50,6 @@ def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[st
                 for zero in ("false", "true"):
                     decls.append(f"__global__ void tricov::tri_copy<{t}, {lower}, {zero}>(int, "
                                  f"const {t}*, long long, {t}*, long long)")
+                decls.append(f"__global__ void tricov::tri_update<{t}, {lower}>(int, {t}, "
+                             f"const {t}*, long long, {t}, {t}*, long long, int)")
     return out

@@ -43,6 +43,12 @@ template <typename R> __device__ __forceinline__ cplx<R> conj_(cplx<R> x) {
     return cplx<R>(x.re, -x.im);
 }
 
+__device__ __forceinline__ float real_part(float x) { return x; }
+__device__ __forceinline__ double real_part(double x) { return x; }
+template <typename R> __device__ __forceinline__ cplx<R> real_part(cplx<R> x) {
+    return cplx<R>(x.re, R(0));
+}
+
 __device__ __forceinline__ float shfl(float v, int src) {
     return __shfl_sync(0xffffffffu, v, src);
 }
