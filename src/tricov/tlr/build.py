@@ -13,7 +13,7 @@ from .compress import aca, compress_tiles
 from .matrix import TLRMatrix
 from .sources import TileSource, panel_chunks
 
-__all__ = ["build", "compress_panel", "tile_atol"]
+__all__ = ["build", "chunk_hint", "rank_hints", "store", "tile_atol"]
 
 
 def tile_atol(tol: float | None, norm2: float, ntiles: int) -> float | None:
@@ -21,14 +21,21 @@ def tile_atol(tol: float | None, norm2: float, ntiles: int) -> float | None:
     return None if tol is None else tol * math.sqrt(norm2) / max(1, ntiles)
 
 
-def compress_panel(T: TLRMatrix, k: int, i0: int, panel: Any, atol: float | None,
-                   rank: int | None, rng: np.random.Generator, method: str) -> None:
-    """Compress the dense tiles ``i0, i0+1, ...`` of tile column ``k`` held in ``panel``."""
-    width = panel.shape[1]
-    count = panel.shape[0] // int(T.offsets[i0 + 1] - T.offsets[i0])
-    stack = panel.reshape(count, -1, width)
-    factors = compress_tiles(stack, None if atol is None else np.full(count, atol), rank,
-                             method, rng)
+def rank_hints(T: TLRMatrix, k: int) -> list[int] | None:
+    """Expected ranks of tiles ``(i, k)``, ``i > k``: those of tiles ``(i - 1, k - 1)``, at the
+    same offset from the diagonal one column earlier (None in column 0)."""
+    if k == 0:
+        return None
+    return [T._U[i - 1][k - 1].shape[1] for i in range(k + 1, T.ntiles)]
+
+
+def chunk_hint(hints: list[int] | None, k: int, i0: int, i1: int) -> int | None:
+    """The largest hint of tiles ``i0 <= i < i1`` (None without hints)."""
+    return None if hints is None else max(hints[i0 - k - 1:i1 - k - 1])
+
+
+def store(T: TLRMatrix, k: int, i0: int, factors: list[tuple[Any, Any]]) -> None:
+    """Put the factors of tiles ``i0, i0 + 1, ...`` of tile column ``k`` into T."""
     for b, (u, v) in enumerate(factors):
         T._U[i0 + b][k] = u
         T._V[i0 + b][k] = v
@@ -50,7 +57,8 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
         norm2 += float(fro2(d))
     with Progress(max(nt - 1, 0), "compressing tiles", progress) as bar:
         for k in range(nt - 1):
-            for i0, i1 in panel_chunks(T.offsets, k):
+            hints = rank_hints(T, k)
+            for i0, i1 in panel_chunks(T.offsets, k, hints=hints):
                 if T.method == "aca":
                     for i in range(i0, i1):
                         rows, cols = src.oracles(i, k)
@@ -64,8 +72,11 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                     continue
                 panel = src.panel(k, i0, i1)
                 norm2 += 2.0 * float(asnumpy(fro2(panel)))
-                compress_panel(T, k, i0, panel, tile_atol(T.tol, norm2, nt), T.rank, rng,
-                               T.method)
-                del panel
+                atol = tile_atol(T.tol, norm2, nt)
+                stack = panel.reshape(i1 - i0, -1, panel.shape[1])
+                store(T, k, i0, compress_tiles(stack, None if atol is None else
+                                               np.full(i1 - i0, atol), T.rank, T.method, rng,
+                                               chunk_hint(hints, k, i0, i1)))
+                del panel, stack
             bar.advance()
     T.anorm = math.sqrt(norm2)

@@ -53,8 +53,8 @@ from .. import dense
 from .._errors import NotPositiveDefiniteError
 from ._array import array_module, asnumpy, fro2, herm
 from ._progress import Progress
-from .build import compress_panel, tile_atol
-from .compress import check_accuracy, check_method
+from .build import chunk_hint, rank_hints, store, tile_atol
+from .compress import DenseStack, check_accuracy, check_method, compress_op
 from .lowrank import recompress
 from .matrix import TLRMatrix, _tile_size
 from .sources import DenseSource, KernelSource, TileSource, panel_chunks
@@ -196,26 +196,79 @@ def _right_looking(T: TLRMatrix, tau: float | None, rank: int | None, progress: 
             bar.advance()
 
 
-class _TLRSource(TileSource):
-    """Panels expanded from the (not yet factored) tiles of a TLR matrix."""
+class _LowRankStack:
+    """Low-rank tiles ``U_b V_b^H`` of one shape as a tile operator."""
 
-    def __init__(self, T: TLRMatrix) -> None:
-        super().__init__(T.n, T.tile_size, T.dtype, 0.0)
-        self.T = T
+    def __init__(self, factors: list[tuple[Any, Any]], shape: tuple[int, int], dtype: Any,
+                 xp: Any) -> None:
+        self.factors = factors
+        self.count, self.shape, self.dtype, self.xp = len(factors), shape, np.dtype(dtype), xp
 
-    def panel(self, k: int, i0: int, i1: int) -> Any:
-        xp = array_module(self.T._diag[k])
-        return xp.concatenate([self.T._U[i][k] @ herm(self.T._V[i][k]) for i in range(i0, i1)],
-                              axis=0)
+    def apply(self, idx: np.ndarray, X: Any) -> Any:
+        xs = [X] * idx.size if X.ndim == 2 else list(X)
+        return self.xp.stack([self.factors[b][0] @ (herm(self.factors[b][1]) @ x)
+                              for b, x in zip(idx.tolist(), xs, strict=True)])
+
+    def adjoint(self, idx: np.ndarray, Q: Any) -> Any:
+        return self.xp.stack([self.factors[b][1] @ (herm(self.factors[b][0]) @ q)
+                              for b, q in zip(idx.tolist(), Q, strict=True)])
+
+    def rows(self, b: int, i: Any) -> Any:
+        u, v = self.factors[b]
+        return u[i] @ herm(v)
+
+    def cols(self, b: int, j: Any) -> Any:
+        u, v = self.factors[b]
+        return u @ herm(v[j])
+
+    def dense(self, b: int) -> Any:
+        u, v = self.factors[b]
+        return u @ herm(v)
 
 
-def _left_looking(T: TLRMatrix, src: TileSource, tol: float | None, rank: int | None,
-                  norm2: float, grow: bool, rng: np.random.Generator, method: str,
-                  progress: bool) -> float:
-    """Left-looking TLR Cholesky reading panels from ``src``.
+class _Schur:
+    """Schur-complement tiles ``S_b = base_b - X_b W^H`` as a tile operator.
 
-    ``norm2`` is ``||A||_F^2`` (LL) or, with ``grow`` (DL), its running value that each panel
-    adds to as it is generated. Returns the final squared norm.
+    ``W = [U_k0 ... U_k,k-1]`` is shared by the tiles of column ``k``; ``X_b`` holds the
+    matching blocks ``U_ij (V_ij^H V_kj)``, so that ``X_b W^H = sum_j L_ij L_kj^H``.
+    """
+
+    def __init__(self, base: Any, X: list[Any], W: Any) -> None:
+        self.base, self.X, self.W = base, X, W
+        self.count, self.shape, self.dtype, self.xp = base.count, base.shape, base.dtype, base.xp
+
+    def apply(self, idx: np.ndarray, Z: Any) -> Any:
+        Y = self.base.apply(idx, Z)
+        shared = herm(self.W) @ Z if Z.ndim == 2 else None
+        for a, b in enumerate(idx.tolist()):
+            Y[a] -= self.X[b] @ (shared if shared is not None else herm(self.W) @ Z[a])
+        return Y
+
+    def adjoint(self, idx: np.ndarray, Q: Any) -> Any:
+        Y = self.base.adjoint(idx, Q)
+        for a, b in enumerate(idx.tolist()):
+            Y[a] -= self.W @ (herm(self.X[b]) @ Q[a])
+        return Y
+
+    def rows(self, b: int, i: Any) -> Any:
+        return self.base.rows(b, i) - self.X[b][i] @ herm(self.W)
+
+    def cols(self, b: int, j: Any) -> Any:
+        return self.base.cols(b, j) - self.X[b] @ herm(self.W[j])
+
+    def dense(self, b: int) -> Any:
+        return self.base.dense(b) - self.X[b] @ herm(self.W)
+
+
+def _left_looking(T: TLRMatrix, src: TileSource | None, tol: float | None, rank: int | None,
+                  norm2: float, rng: np.random.Generator, method: str, progress: bool) -> float:
+    """Left-looking TLR Cholesky.
+
+    Tile ``(i, k)`` of the Schur complement is ``base - sum_j L_ij L_kj^H``, compressed once
+    through its products with blocks of vectors (:class:`_Schur`): ``base`` is the dense tile
+    of ``A`` from ``src`` (DL; ``norm2``, the running ``||A||_F^2``, grows with each panel) or
+    the low-rank tile of T itself when ``src`` is None (LL; ``norm2`` fixed). Returns the final
+    ``norm2``.
     """
     nt, off = T.ntiles, T.offsets
     xp = array_module(T._diag[0]) if nt else np
@@ -223,32 +276,42 @@ def _left_looking(T: TLRMatrix, src: TileSource, tol: float | None, rank: int | 
         for k in range(nt):
             _update_diag(T, k, range(k))
             _factor_diag(T, k)
-            if k == nt - 1:
-                bar.advance()
-                break
             used = [j for j in range(k) if T._U[k][j].shape[1]]
             W = xp.concatenate([T._U[k][j] for j in used], axis=1) if used else None
-            for i0, i1 in panel_chunks(off, k):
-                panel = src.panel(k, i0, i1)
-                if grow:
+            width = 0 if W is None else W.shape[1]
+            mk = int(off[k + 1] - off[k])
+            cols = width + (mk if src is not None else 0)
+            hints = (rank_hints(T, k) if src is not None
+                     else [T._U[i][k].shape[1] for i in range(k + 1, nt)])
+            for i0, i1 in (panel_chunks(off, k, max(cols, 1), hints) if k < nt - 1 else []):
+                mi = int(off[i0 + 1] - off[i0])
+                if src is not None:
+                    panel = src.panel(k, i0, i1)
                     norm2 += 2.0 * float(asnumpy(fro2(panel)))
+                    base = DenseStack(panel.reshape(i1 - i0, mi, mk))
+                else:
+                    base = _LowRankStack([(T._U[i][k], T._V[i][k]) for i in range(i0, i1)],
+                                         (mi, mk), T.dtype, xp)
+                hint = chunk_hint(hints, k, i0, i1)
+                op = base
                 if W is not None:
-                    X = xp.zeros((panel.shape[0], W.shape[1]), dtype=T.dtype)
-                    base = int(off[i0])
+                    X = []
                     for i in range(i0, i1):
-                        rows = slice(int(off[i]) - base, int(off[i + 1]) - base)
+                        x = xp.zeros((mi, width), dtype=T.dtype)
                         col = 0
                         for j in used:
                             r = T._U[k][j].shape[1]
                             if T._U[i][j].shape[1]:
-                                X[rows, col:col + r] = T._U[i][j] @ (herm(T._V[i][j])
-                                                                     @ T._V[k][j])
+                                x[:, col:col + r] = T._U[i][j] @ (herm(T._V[i][j]) @ T._V[k][j])
                             col += r
-                    panel -= X @ herm(W)
-                    del X
-                compress_panel(T, k, i0, panel, tile_atol(tol, norm2, nt), rank, rng, method)
-                del panel
-            _trsm_column(T, k)
+                        X.append(x)
+                    op = _Schur(base, X, W)
+                atol = tile_atol(tol, norm2, nt)
+                store(T, k, i0, compress_op(op, None if atol is None else
+                                            np.full(i1 - i0, atol), rank, method, rng, hint))
+                del op, base
+            if k < nt - 1:
+                _trsm_column(T, k)
             bar.advance()
     return norm2
 
@@ -301,8 +364,8 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
         _right_looking(T, tau, rank, progress)
     else:
         method = "svd" if T.method == "svd" else "rsvd"
-        _left_looking(T, _TLRSource(T), tol, rank, T.anorm ** 2, False,
-                      np.random.default_rng(seed), method, progress)
+        _left_looking(T, None, tol, rank, T.anorm ** 2, np.random.default_rng(seed), method,
+                      progress)
     T._state = "factored"
     return T
 
@@ -314,7 +377,7 @@ def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | No
     for k in range(T.ntiles):
         T._diag[k] = src.diag(k)
         norm2 += float(asnumpy(fro2(T._diag[k])))
-    norm2 = _left_looking(T, src, tol, rank, norm2, True, np.random.default_rng(seed), method,
+    norm2 = _left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed), method,
                           progress)
     T.anorm = math.sqrt(norm2)
     T._state = "factored"

@@ -9,15 +9,20 @@ Every method returns, per tile, factors ``U`` (orthonormal columns) and ``V`` wi
     Truncated SVD: exact (the best approximation of the given rank).
 ``rsvd``
     Randomized range finder with an a-posteriori error estimate (Halko, Martinsson & Tropp,
-    sec. 4.3-4.4), blocked. Each round samples ``Y = A Omega`` with a fresh Gaussian block of
-    ``p >= 16`` columns and removes the directions already found; since
-    ``E ||(I - QQ^H) A w||^2 = ||(I - QQ^H) A||_F^2`` for a Gaussian vector ``w``, the projected
-    block gives ``est = ||Y||_F / sqrt(p)``. A tile stops when ``est <= atol / 2`` (that block is
-    still added to Q, which only lowers the error). With ``p >= 16`` the chance that ``est``
-    underestimates the error by the factor 2 this margin absorbs is below 1e-3 per round even
-    when the error is a single direction (``P(chi2_16 < 4)``), and the added block makes the
-    true error far smaller in practice. A final SVD of ``Q^H A`` truncates to the budget
-    ``sqrt(atol^2 - est^2)``: the two errors are orthogonal, so the total stays within ``atol``.
+    sec. 4.3-4.4), blocked. Each round applies the tile to a Gaussian block of ``p`` columns
+    plus 16 more: the ``p`` columns, with the directions already found removed, extend the
+    basis Q; the 16 others, projected out of the extended Q, estimate the error, since
+    ``E ||(I - QQ^H) A w||^2 = ||(I - QQ^H) A||_F^2`` for a Gaussian vector ``w``:
+    ``est = ||Y||_F / 4``. A tile stops when ``est <= atol / 2`` (the 16 columns are still
+    added to Q, which only lowers the error). With 16 samples the chance that ``est``
+    underestimates the error by the factor 2 that this margin absorbs is below 1e-3 per round
+    even when the error is a single direction (``P(chi2_16 < 4)``), and the added block makes
+    the true error far smaller in practice. A final SVD of ``Q^H A`` truncates to the budget
+    ``sqrt(atol^2 - est^2)``: the two errors are orthogonal, so the total stays within
+    ``atol``. The first block has ``hint + 10`` columns when a rank hint is given (a
+    neighbouring tile's rank), 32 otherwise; later blocks half the current basis size.
+    Tiles are reached only through products with blocks of vectors (:class:`TileOperator`),
+    so a Schur-complement tile ``A_ik - X W^H`` never has to be formed.
 ``aca``
     Adaptive cross approximation with partial pivoting, and a safe stop: a step counts as
     small when its rank-1 term has norm ``<= atol / 4``; after two small steps in a row the
@@ -37,7 +42,8 @@ import numpy as np
 from ._array import SUPPORTED, array_module, asnumpy, fro2, herm, real_dtype
 from .lowrank import LowRank, recompress, truncation_ranks
 
-__all__ = ["METHODS", "aca", "compress", "compress_tiles"]
+__all__ = ["METHODS", "DenseStack", "TileOperator", "aca", "compress", "compress_op",
+           "compress_tiles"]
 
 #: Compression methods.
 METHODS = ("rsvd", "aca", "svd")
@@ -55,93 +61,158 @@ def _gaussian(rng: np.random.Generator, n: int, p: int, dtype: np.dtype, xp: Any
     return xp.asarray(omega).astype(dtype, copy=False)
 
 
-def _matmul_stack(A: Any, B: Any) -> Any:
-    """``A @ B`` for a stack A (b, m, n) and one matrix B (n, p), as one GEMM when possible."""
-    b, m, n = A.shape
-    if A.flags.c_contiguous:
-        return (A.reshape(b * m, n) @ B).reshape(b, m, B.shape[1])
-    return A @ B
+class DenseStack:
+    """A stack of dense tiles as a tile operator (see :class:`TileOperator`).
+
+    Parameters
+    ----------
+    A : (B, m, n) array
+    """
+
+    def __init__(self, A: Any) -> None:
+        self.A = A
+        self.count = int(A.shape[0])
+        self.shape = (int(A.shape[1]), int(A.shape[2]))
+        self.dtype = np.dtype(A.dtype)
+        self.xp = array_module(A)
+
+    def apply(self, idx: np.ndarray, X: Any) -> Any:
+        A = self.A
+        if X.ndim == 2 and idx.size == self.count:
+            b, m, n = A.shape
+            if A.flags.c_contiguous:  # one GEMM for the whole stack
+                return (A.reshape(b * m, n) @ X).reshape(b, m, X.shape[1])
+            return A @ X
+        xs = [X] * idx.size if X.ndim == 2 else list(X)
+        return self.xp.stack([A[b] @ x for b, x in zip(idx.tolist(), xs, strict=True)])
+
+    def adjoint(self, idx: np.ndarray, Q: Any) -> Any:
+        if idx.size == self.count:
+            return herm(self.A) @ Q
+        return self.xp.stack([herm(self.A[b]) @ q for b, q in zip(idx.tolist(), Q, strict=True)])
+
+    def rows(self, b: int, idx: Any) -> Any:
+        return self.A[b][idx, :]
+
+    def cols(self, b: int, idx: Any) -> Any:
+        return self.A[b][:, idx]
+
+    def dense(self, b: int) -> Any:
+        return self.A[b]
 
 
-def _split(U: Any, V: Any, ranks: Any) -> list[Factors]:
-    xp = array_module(U)
-    out = []
-    for b, r in enumerate(ranks.tolist()):
-        out.append((xp.ascontiguousarray(U[b, :, :r]), xp.ascontiguousarray(V[b, :, :r])))
-    return out
+class TileOperator:
+    """What the compressors need from a stack of ``count`` tiles ``S_b`` of one shape.
+
+    Tiles need not exist as arrays: a Schur-complement tile ``A_ik - X W^H`` is applied
+    through its factors. Attributes ``count``, ``shape`` ``(m, n)``, ``dtype``, ``xp``.
+
+    - ``apply(idx, X)``: ``S_b X`` for ``b`` in ``idx`` (X (n, p) shared, or (len(idx), n, p));
+    - ``adjoint(idx, Q)``: ``S_b^H Q_b``, Q of shape (len(idx), m, w);
+    - ``rows(b, i)`` / ``cols(b, j)``: rows ``S_b[i, :]`` / columns ``S_b[:, j]``;
+    - ``dense(b)``: the tile as an array.
+    """
 
 
-def _svd_tiles(A: Any, atol: Any, rank: int | None) -> list[Factors]:
-    xp = array_module(A)
-    x, s, yh = xp.linalg.svd(A, full_matrices=False)
-    ranks = truncation_ranks(s, atol, rank)
-    out = []
-    for b, r in enumerate(ranks.tolist()):
-        out.append((xp.ascontiguousarray(x[b, :, :r]),
-                    xp.ascontiguousarray(herm(yh[b, :r, :]) * s[b, :r].astype(A.dtype))))
-    return out
+def _project(Y: Any, Q: Any) -> Any:
+    """Remove the span of Q from Y, twice (orthogonal to Q to working precision)."""
+    if Q.shape[-1]:
+        for _ in range(2):
+            Y = Y - Q @ (herm(Q) @ Y)
+    return Y
 
 
-def _finish(A: Any, Q: Any, budget: Any, rank: int | None) -> list[Factors]:
-    """Truncate ``A ~ Q (Q^H A)`` for a stack; Q is re-orthonormalized first."""
-    xp = array_module(A)
-    Q, _ = xp.linalg.qr(Q)
-    x, s, yh = xp.linalg.svd(herm(Q) @ A, full_matrices=False)
+def _finish(op: Any, idx: np.ndarray, Q: Any, budget: Any, rank: int | None) -> list[Factors]:
+    """Truncated SVD of ``Q Q^H S_b`` for the members ``idx``, to ``budget`` and ``rank``."""
+    xp = op.xp
+    w = Q.shape[-1]
+    if w:
+        # Blocks are orthonormal to each other unless a block was exactly zero (Householder QR
+        # then returns unit vectors that may repeat); re-orthonormalize only those members.
+        dev = herm(Q) @ Q - xp.eye(w, dtype=Q.dtype)
+        bad = np.flatnonzero(asnumpy(xp.abs(dev).max(axis=(1, 2))) > 1e3 * np.finfo(
+            real_dtype(Q.dtype)).eps * w)
+        if bad.size:
+            sel = xp.asarray(bad)
+            Q[sel] = xp.linalg.qr(Q[sel])[0]
+    BH = op.adjoint(idx, Q)  # (S^H Q) = B^H, B = Q^H S
+    x, s, yh = xp.linalg.svd(BH, full_matrices=False)  # B = yh^H s x^H
     ranks = truncation_ranks(s, budget, rank)
     out = []
     for b, r in enumerate(ranks.tolist()):
-        out.append((xp.ascontiguousarray(Q[b] @ x[b, :, :r]),
-                    xp.ascontiguousarray(herm(yh[b, :r, :]) * s[b, :r].astype(A.dtype))))
+        out.append((xp.ascontiguousarray(Q[b] @ herm(yh[b, :r, :])),
+                    xp.ascontiguousarray(x[b, :, :r] * s[b, :r].astype(Q.dtype))))
     return out
 
 
-def _rsvd_fixed_rank(A: Any, rank: int, rng: np.random.Generator) -> list[Factors]:
-    xp = array_module(A)
-    _, m, n = A.shape
+def _rsvd_fixed_rank(op: Any, rank: int, rng: np.random.Generator) -> list[Factors]:
+    xp = op.xp
+    m, n = op.shape
+    idx = np.arange(op.count)
     p = min(m, n, rank + _OVERSAMPLE)
-    Q, _ = xp.linalg.qr(_matmul_stack(A, _gaussian(rng, n, p, A.dtype, xp)))
-    # One power iteration: the range of (A A^H) A Omega fits the leading directions better.
-    Z, _ = xp.linalg.qr(herm(A) @ Q)
-    Q = A @ Z
-    return _finish(A, Q, None, rank)
+    Q, _ = xp.linalg.qr(op.apply(idx, _gaussian(rng, n, p, op.dtype, xp)))
+    # One power iteration: the range of (S S^H) S Omega fits the leading directions better.
+    Z, _ = xp.linalg.qr(op.adjoint(idx, Q))
+    Q, _ = xp.linalg.qr(op.apply(idx, Z))
+    return _finish(op, idx, Q, None, rank)
 
 
-def _rsvd_tiles(A: Any, atol: Any, rank: int | None, rng: np.random.Generator) -> list[Factors]:
-    xp = array_module(A)
-    nb, m, n = A.shape
+def _rsvd(op: Any, atol: Any, rank: int | None, rng: np.random.Generator,
+          hint: int | None) -> list[Factors]:
+    """Adaptive randomized SVD of a tile stack (see the module notes)."""
+    xp = op.xp
+    m, n = op.shape
     if atol is None:
-        return _rsvd_fixed_rank(A, int(rank), rng)
+        return _rsvd_fixed_rank(op, int(rank), rng)
     full = min(m, n)
     cap = full if rank is None else min(full, int(rank) + _OVERSAMPLE)
     atol = np.asarray(atol, dtype=np.float64)
-    out: list[Factors | None] = [None] * nb
-    act = np.arange(nb)
-    A_act, Q = A, xp.zeros((nb, m, 0), dtype=A.dtype)
-    p = min(_FIRST_BLOCK, cap)
+    out: list[Factors | None] = [None] * op.count
+    act = np.arange(op.count)
+    Q = xp.zeros((op.count, m, 0), dtype=op.dtype)
+    p = _FIRST_BLOCK if hint is None else max(_BLOCK, int(hint) + _OVERSAMPLE)
     while act.size:
-        Y = _matmul_stack(A_act, _gaussian(rng, n, p, A.dtype, xp))
-        if Q.shape[2]:
-            for _ in range(2):  # project twice: orthogonal to Q to working precision
-                Y = Y - Q @ (herm(Q) @ Y)
-        est = np.sqrt(asnumpy(fro2(Y)).astype(np.float64) / p)
-        Qn, _ = xp.linalg.qr(Y)
-        Q = xp.concatenate([Q, Qn], axis=2)
         w = Q.shape[2]
-        if w >= full:
-            est[:] = 0.0  # Q spans the whole range (almost surely): nothing is left
-        done = (est <= 0.5 * atol[act]) | (w >= cap)
+        room = cap - w
+        main, extra = (room, 0) if p + _BLOCK >= room else (p, _BLOCK)
+        Y = op.apply(act, _gaussian(rng, n, main + extra, op.dtype, xp))
+        Qm, _ = xp.linalg.qr(_project(Y[..., :main], Q))
+        Q = xp.concatenate([Q, Qm], axis=2)
+        if extra:
+            # A fresh Gaussian block, projected: E ||(I - QQ^H) S w||^2 = ||(I - QQ^H) S||_F^2.
+            Yb = _project(Y[..., main:], Q)
+            est = np.sqrt(asnumpy(fro2(Yb)).astype(np.float64) / extra)
+            Q = xp.concatenate([Q, xp.linalg.qr(Yb)[0]], axis=2)
+            done = est <= 0.5 * atol[act]
+        else:  # Q reached the cap: it spans the range (cap = full), or the rank cap decides
+            est = np.zeros(act.size)
+            done = np.ones(act.size, dtype=bool)
         if done.any():
-            idx = np.flatnonzero(done)
-            budget = np.sqrt(np.maximum(atol[act[idx]] ** 2 - est[idx] ** 2, 0.0))
-            sel = xp.asarray(idx)
-            for b, f in zip(act[idx].tolist(), _finish(A_act[sel], Q[sel], budget, rank),
+            sel = np.flatnonzero(done)
+            budget = np.sqrt(np.maximum(atol[act[sel]] ** 2 - est[sel] ** 2, 0.0))
+            sub = _Subset(op, act[sel])
+            for b, f in zip(act[sel].tolist(), _finish(sub, np.arange(sel.size),
+                                                       Q[xp.asarray(sel)], budget, rank),
                             strict=True):
                 out[b] = f
-            keep = xp.asarray(np.flatnonzero(~done))
-            act = act[~done]
-            A_act, Q = A_act[keep], Q[keep]
-        p = min(max(_BLOCK, w // 2), cap - w)
+            keep = np.flatnonzero(~done)
+            act, Q = act[keep], Q[xp.asarray(keep)]
+        p = max(_BLOCK, Q.shape[2] // 2)
     return out  # type: ignore[return-value]
+
+
+class _Subset:
+    """The members ``sel`` of a tile operator, renumbered from 0."""
+
+    def __init__(self, op: Any, sel: np.ndarray) -> None:
+        self.op, self.sel = op, sel
+        self.count, self.shape, self.dtype, self.xp = sel.size, op.shape, op.dtype, op.xp
+
+    def apply(self, idx: np.ndarray, X: Any) -> Any:
+        return self.op.apply(self.sel[idx], X)
+
+    def adjoint(self, idx: np.ndarray, Q: Any) -> Any:
+        return self.op.adjoint(self.sel[idx], Q)
 
 
 def aca(rows: Oracle, cols: Oracle, shape: tuple[int, int], atol: float | None, *,
@@ -241,38 +312,49 @@ def aca(rows: Oracle, cols: Oracle, shape: tuple[int, int], atol: float | None, 
     return xp.ascontiguousarray(Uc[0, :, :r]), xp.ascontiguousarray(Vc[0, :, :r])
 
 
-def _aca_tiles(A: Any, atol: Any, rank: int | None, rng: np.random.Generator) -> list[Factors]:
-    xp = array_module(A)
+def _svd(op: Any, atol: Any, rank: int | None) -> list[Factors]:
+    xp = op.xp
+    A = op.A if isinstance(op, DenseStack) else xp.stack([op.dense(b) for b in range(op.count)])
+    x, s, yh = xp.linalg.svd(A, full_matrices=False)
+    ranks = truncation_ranks(s, atol, rank)
     out = []
-    for b in range(A.shape[0]):
-        tile = A[b]
-        out.append(aca(lambda i, t=tile: t[i, :], lambda j, t=tile: t[:, j], tile.shape,
-                       None if atol is None else float(atol[b]), rank=rank, dtype=A.dtype,
-                       rng=rng, xp=xp))
+    for b, r in enumerate(ranks.tolist()):
+        out.append((xp.ascontiguousarray(x[b, :, :r]),
+                    xp.ascontiguousarray(herm(yh[b, :r, :]) * s[b, :r].astype(op.dtype))))
     return out
 
 
-def compress_tiles(A: Any, atol: Any, rank: int | None, method: str,
-                   rng: np.random.Generator) -> list[Factors]:
-    """Compress a stack of equal-shape tiles; one ``(U, V)`` per tile, each of its own rank.
+def compress_op(op: Any, atol: Any, rank: int | None, method: str, rng: np.random.Generator,
+                hint: int | None = None) -> list[Factors]:
+    """Compress every tile of a tile operator; one ``(U, V)`` per tile, each of its own rank.
 
     Parameters
     ----------
-    A : (B, m, n) array
-    atol : (B,) array or None
+    op : DenseStack or another :class:`TileOperator`
+    atol : (count,) array or None
         Absolute Frobenius accuracy per tile (None: fixed rank).
     rank : int or None
         Fixed rank, or the rank cap with ``atol``.
     method : {'rsvd', 'aca', 'svd'}
     rng : numpy.random.Generator
+    hint : int, optional
+        Expected rank (e.g. of a neighbouring tile): ``rsvd`` starts with that many samples.
     """
-    if A.shape[0] == 0:
+    if op.count == 0:
         return []
     if method == "svd":
-        return _svd_tiles(A, atol, rank)
+        return _svd(op, atol, rank)
     if method == "rsvd":
-        return _rsvd_tiles(A, atol, rank, rng)
-    return _aca_tiles(A, atol, rank, rng)
+        return _rsvd(op, atol, rank, rng, hint)
+    return [aca(lambda i, b=b: op.rows(b, i), lambda j, b=b: op.cols(b, j), op.shape,
+                None if atol is None else float(atol[b]), rank=rank, dtype=op.dtype, rng=rng,
+                xp=op.xp) for b in range(op.count)]
+
+
+def compress_tiles(A: Any, atol: Any, rank: int | None, method: str,
+                   rng: np.random.Generator, hint: int | None = None) -> list[Factors]:
+    """:func:`compress_op` on a dense (B, m, n) stack."""
+    return compress_op(DenseStack(A), atol, rank, method, rng, hint)
 
 
 def check_accuracy(tol: float | None, rank: int | None, dtype: Any, *, name: str = "tol") -> None:

@@ -19,7 +19,7 @@ from ._array import SUPPORTED, array_module, symmetrize_lower
 __all__ = ["DenseSource", "KernelSource", "TileSource", "panel_chunks"]
 
 #: Largest panel (elements) generated at once; at least one tile is always allowed.
-PANEL_ELEMENTS = 1 << 25
+PANEL_ELEMENTS = 1 << 22
 
 
 def tile_offsets(n: int, tile_size: int) -> np.ndarray:
@@ -27,19 +27,36 @@ def tile_offsets(n: int, tile_size: int) -> np.ndarray:
     return np.append(np.arange(0, n, tile_size), n).astype(np.int64)
 
 
-def panel_chunks(offsets: np.ndarray, k: int, elements: int = PANEL_ELEMENTS) -> list[
-        tuple[int, int]]:
-    """Ranges ``[i0, i1)`` of tile rows below tile ``k`` whose panel has at most ``elements``.
+def panel_chunks(offsets: np.ndarray, k: int, cols: int | None = None,
+                 hints: list[int] | None = None,
+                 elements: int = PANEL_ELEMENTS) -> list[tuple[int, int]]:
+    """Ranges ``[i0, i1)`` of consecutive tile rows below tile ``k``, processed together.
 
-    The last, shorter tile gets a chunk of its own so each chunk is a stack of equal tiles.
+    A chunk holds at most ``elements`` (a tile counts ``rows x cols``; ``cols`` defaults to the
+    width of tile column ``k``: a dense panel), tiles of one shape only (the last, shorter
+    tile is alone), and, given ``hints`` (expected ranks of tiles ``k + 1, k + 2, ...``), only
+    tiles whose hints are close to that of the chunk's first tile, so that a stack shares one
+    sampling width.
     """
     nt = offsets.size - 1
-    width = int(offsets[k + 1] - offsets[k])
+    if cols is None:
+        cols = int(offsets[k + 1] - offsets[k])
     full = int(offsets[1] - offsets[0]) if nt else 0
-    per = max(1, elements // max(1, width * full))
+    per = max(1, elements // max(1, cols * full))
     last_short = nt > 1 and int(offsets[nt] - offsets[nt - 1]) != full
     stop = nt - 1 if last_short else nt
-    out = [(i, min(i + per, stop)) for i in range(k + 1, stop, per)]
+    out: list[tuple[int, int]] = []
+    i = k + 1
+    while i < stop:
+        j = i + 1
+        while j < min(i + per, stop):
+            if hints is not None:
+                h0, h = hints[i - k - 1], hints[j - k - 1]
+                if abs(h - h0) > max(16, h0 // 4):
+                    break
+            j += 1
+        out.append((i, j))
+        i = j
     if last_short and k + 1 <= nt - 1:
         out.append((nt - 1, nt))
     return out
