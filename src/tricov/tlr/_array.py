@@ -37,9 +37,12 @@ def herm(x: Any) -> Any:
     return x.conj().swapaxes(-1, -2)
 
 
-def fro2(x: Any, axis: tuple[int, int] = (-2, -1)) -> Any:
-    """Squared Frobenius norm over ``axis`` (default: the last two axes)."""
+def fro2(x: Any, axis: tuple[int, ...] | None = (-2, -1)) -> Any:
+    """Squared Frobenius norm over ``axis`` (default: the last two axes; None: all)."""
     xp = array_module(x)
+    if axis is None:
+        flat = x.reshape(-1)
+        return float(xp.vdot(flat, flat).real)
     if xp.iscomplexobj(x):
         return (x.real * x.real + x.imag * x.imag).sum(axis=axis)
     return (x * x).sum(axis=axis)
@@ -51,9 +54,6 @@ def real_dtype(dtype: Any) -> np.dtype:
 
 
 def symmetrize_lower(a: Any) -> Any:
-    """Overwrite the strict upper triangle of square ``a`` with the conjugate of the lower."""
+    """The square ``a`` with its strict upper triangle replaced by the conjugate of the lower."""
     xp = array_module(a)
-    n = a.shape[0]
-    iu = xp.triu_indices(n, 1)
-    a[iu] = a.T.conj()[iu]
-    return a
+    return xp.tril(a) + xp.tril(a, -1).T.conj()

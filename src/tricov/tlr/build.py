@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import array_module, asnumpy, fro2
+from ._array import array_module, fro2
 from ._progress import Progress
 from .compress import aca, compress_tiles
 from .matrix import TLRMatrix
@@ -54,7 +54,7 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
     for k in range(nt):
         d = src.diag(k)
         T._diag[k] = d
-        norm2 += float(fro2(d))
+        norm2 += fro2(d, None)
     with Progress(max(nt - 1, 0), "compressing tiles", progress) as bar:
         for k in range(nt - 1):
             hints = rank_hints(T, k)
@@ -68,10 +68,10 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                                    rank=T.rank, dtype=T.dtype, rng=rng,
                                    xp=array_module(T._diag[0]))
                         T._U[i][k], T._V[i][k] = u, v
-                        norm2 += 2.0 * float(fro2(v))  # U is orthonormal: ||U V^H|| = ||V||
+                        norm2 += 2.0 * fro2(v, None)  # U is orthonormal: ||U V^H|| = ||V||
                     continue
                 panel = src.panel(k, i0, i1)
-                norm2 += 2.0 * float(asnumpy(fro2(panel)))
+                norm2 += 2.0 * fro2(panel, None)
                 atol = tile_atol(T.tol, norm2, nt)
                 stack = panel.reshape(i1 - i0, -1, panel.shape[1])
                 store(T, k, i0, compress_tiles(stack, None if atol is None else

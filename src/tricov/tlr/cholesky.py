@@ -51,7 +51,7 @@ import numpy as np
 
 from .. import dense
 from .._errors import NotPositiveDefiniteError
-from ._array import array_module, asnumpy, fro2, herm
+from ._array import array_module, fro2, herm
 from ._progress import Progress
 from .build import chunk_hint, rank_hints, store, tile_atol
 from .compress import DenseStack, check_accuracy, check_method, compress_op
@@ -287,7 +287,7 @@ def _left_looking(T: TLRMatrix, src: TileSource | None, tol: float | None, rank:
                 mi = int(off[i0 + 1] - off[i0])
                 if src is not None:
                     panel = src.panel(k, i0, i1)
-                    norm2 += 2.0 * float(asnumpy(fro2(panel)))
+                    norm2 += 2.0 * fro2(panel, None)
                     base = DenseStack(panel.reshape(i1 - i0, mi, mk))
                 else:
                     base = _LowRankStack([(T._U[i][k], T._V[i][k]) for i in range(i0, i1)],
@@ -376,7 +376,7 @@ def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | No
     norm2 = 0.0
     for k in range(T.ntiles):
         T._diag[k] = src.diag(k)
-        norm2 += float(asnumpy(fro2(T._diag[k])))
+        norm2 += fro2(T._diag[k], None)
     norm2 = _left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed), method,
                           progress)
     T.anorm = math.sqrt(norm2)
