@@ -7,7 +7,7 @@ import pytest
 
 from test_tlr_support import decay_matrix, jittered_grid, matern15
 from tricov.tlr import METHODS, compress
-from tricov.tlr.compress import aca
+from tricov.tlr.compression import aca
 
 
 def _far_block(m: int = 150, n: int = 130, dtype=np.float64) -> np.ndarray:

@@ -96,8 +96,8 @@ def fro_error(A: np.ndarray, B: np.ndarray) -> float:
 
 
 def slack(n: int, dtype) -> float:
-    """Rounding allowance added to accuracy bounds: ``50 n eps``."""
-    return 50.0 * n * float(np.finfo(np.dtype(dtype)).eps)
+    """Rounding allowance added to relative accuracy bounds: ``4 n eps``."""
+    return 4.0 * n * float(np.finfo(np.dtype(dtype)).eps)
 
 
 def solve_bound(A: np.ndarray, delta: float) -> float:

@@ -21,7 +21,7 @@ Supported dtypes: float32, float64, complex64 and complex128.
 """
 
 from .cholesky import potrf, potrf_from_dense, potrf_from_kernel
-from .compress import METHODS, compress
+from .compression import METHODS, compress
 from .gemm import gemm
 from .lowrank import LowRank
 from .matrix import TLRMatrix

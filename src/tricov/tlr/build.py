@@ -9,7 +9,7 @@ import numpy as np
 
 from ._array import array_module, fro2
 from ._progress import Progress
-from .compress import aca, compress_tiles
+from .compression import aca, compress_tiles
 from .matrix import TLRMatrix
 from .sources import TileSource, panel_chunks
 

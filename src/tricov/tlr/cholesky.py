@@ -54,7 +54,7 @@ from .._errors import NotPositiveDefiniteError
 from ._array import array_module, fro2, herm
 from ._progress import Progress
 from .build import chunk_hint, rank_hints, store, tile_atol
-from .compress import DenseStack, check_accuracy, check_method, compress_op
+from .compression import DenseStack, check_accuracy, check_method, compress_op
 from .lowrank import recompress
 from .matrix import TLRMatrix, _tile_size
 from .sources import DenseSource, KernelSource, TileSource, panel_chunks

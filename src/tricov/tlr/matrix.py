@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dense
 from ._array import SUPPORTED, array_module, asnumpy, herm, real_dtype
-from .compress import check_accuracy, check_method
+from .compression import check_accuracy, check_method
 from .lowrank import LowRank
 from .sources import tile_offsets
 
@@ -99,7 +99,7 @@ class TLRMatrix:
         rank : int, optional
             Fixed rank, or the rank cap with ``tol``.
         method : {'rsvd', 'aca', 'svd'}
-            Compression of each tile (:mod:`tricov.tlr.compress`).
+            Compression of each tile (:mod:`tricov.tlr.compression`).
         nugget : float
             Added to the diagonal.
         seed : int or numpy.random.Generator, optional

@@ -122,15 +122,29 @@ def _project(Y: Any, Q: Any) -> Any:
     return Y
 
 
+def _orth(Y: Any, Q: Any) -> Any:
+    """An orthonormal basis of the projected block ``Y`` (``_project``), orthogonal to Q.
+
+    The QR factor of a projected block that is mostly rounding noise (sampled past the
+    numerical rank) can lean towards Q by ``eps cond(Y)``; projecting the factor once more and
+    factoring again restores orthogonality (the span Q + Y is what matters, not Y itself).
+    """
+    xp = array_module(Y)
+    Qn, _ = xp.linalg.qr(Y)
+    if Q.shape[-1]:
+        Qn, _ = xp.linalg.qr(Qn - Q @ (herm(Q) @ Qn))
+    return Qn
+
+
 def _finish(op: Any, idx: np.ndarray, Q: Any, budget: Any, rank: int | None) -> list[Factors]:
     """Truncated SVD of ``Q Q^H S_b`` for the members ``idx``, to ``budget`` and ``rank``."""
     xp = op.xp
     w = Q.shape[-1]
     if w:
-        # Blocks are orthonormal to each other unless a block was exactly zero (Householder QR
-        # then returns unit vectors that may repeat); re-orthonormalize only those members.
+        # Blocks are orthonormal to each other (_orth) unless a block was exactly zero
+        # (Householder QR then returns unit vectors that may repeat); re-orthonormalize those.
         dev = herm(Q) @ Q - xp.eye(w, dtype=Q.dtype)
-        bad = np.flatnonzero(asnumpy(xp.abs(dev).max(axis=(1, 2))) > 1e3 * np.finfo(
+        bad = np.flatnonzero(asnumpy(xp.abs(dev).max(axis=(1, 2))) > 10 * np.finfo(
             real_dtype(Q.dtype)).eps * w)
         if bad.size:
             sel = xp.asarray(bad)
@@ -176,13 +190,12 @@ def _rsvd(op: Any, atol: Any, rank: int | None, rng: np.random.Generator,
         room = cap - w
         main, extra = (room, 0) if p + _BLOCK >= room else (p, _BLOCK)
         Y = op.apply(act, _gaussian(rng, n, main + extra, op.dtype, xp))
-        Qm, _ = xp.linalg.qr(_project(Y[..., :main], Q))
-        Q = xp.concatenate([Q, Qm], axis=2)
+        Q = xp.concatenate([Q, _orth(_project(Y[..., :main], Q), Q)], axis=2)
         if extra:
             # A fresh Gaussian block, projected: E ||(I - QQ^H) S w||^2 = ||(I - QQ^H) S||_F^2.
             Yb = _project(Y[..., main:], Q)
             est = np.sqrt(asnumpy(fro2(Yb)).astype(np.float64) / extra)
-            Q = xp.concatenate([Q, xp.linalg.qr(Yb)[0]], axis=2)
+            Q = xp.concatenate([Q, _orth(Yb, Q)], axis=2)
             done = est <= 0.5 * atol[act]
         else:  # Q reached the cap: it spans the range (cap = full), or the rank cap decides
             est = np.zeros(act.size)
