@@ -123,7 +123,8 @@ def accuracy(T: TLRMatrix, kernel: Callable[[Any, Any], Any], pts: np.ndarray, n
 def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
         length: float = 0.1, nugget: float = 0.0, dim: int = 2, mode: str = "DL",
         algorithm: str = "left", method: str = "rsvd", dense: bool | None = None,
-        accuracy_samples: int = 10, seed: Any = 0, progress: bool = False) -> dict[str, Any]:
+        accuracy_samples: int = 10, threads: int | None = None, seed: Any = 0,
+        progress: bool = False) -> dict[str, Any]:
     """Time TLR compression + Cholesky of a Matérn matrix; compare with SciPy's dense Cholesky.
 
     Parameters
@@ -144,6 +145,9 @@ def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
         available memory.
     accuracy_samples : int
         Gaussian vectors of the accuracy estimate (0 skips it: it costs one kernel pass).
+    threads : int, optional
+        BLAS threads for the whole run (every BLAS library loaded, through threadpoolctl);
+        default: leave them as they are.
     seed, progress
 
     Returns
@@ -155,11 +159,31 @@ def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
         ``accuracy`` (estimated ``||A - L L^H||_F / ||A||_F``), ``accuracy_samples``,
         ``dense_time`` (``scipy.linalg.cholesky``, in place), ``dense_generate_time``,
         ``dense_nbytes`` (``n^2`` elements), ``speedup`` (``dense_time / time_total``),
-        ``memory_ratio`` (``nbytes / dense_nbytes``), ``blas_threads``. Entries that were not
-        measured are None. Timings are wall-clock seconds.
+        ``memory_ratio`` (``nbytes / dense_nbytes``), ``blas_threads`` (the most threads of any
+        BLAS library). Entries that were not measured are None. Timings are wall-clock seconds.
+
+    Notes
+    -----
+    NumPy and SciPy wheels each bundle their own OpenBLAS; the TLR code calls both (NumPy for
+    the low-rank algebra, SciPy's through tricov's dense kernels), and the idle threads of
+    one spin while the other works. On a busy machine, compare ``threads=1`` runs too.
     """
     if mode not in ("DL", "LL"):
         raise ValueError(f"mode must be 'DL' or 'LL', got {mode!r}")
+    import scipy.linalg  # noqa: F401 - load SciPy's BLAS now, so that the limit reaches it
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        out = _run(n, tol, tile_size, nu, length, nugget, dim, mode, algorithm, method, dense,
+                   accuracy_samples, seed, progress)
+        out["blas_threads"] = max((p["num_threads"] for p in threadpool_info()
+                                   if p.get("user_api") == "blas"), default=None)
+    return out
+
+
+def _run(n: int, tol: float, tile_size: int, nu: float, length: float, nugget: float, dim: int,
+         mode: str, algorithm: str, method: str, dense: bool | None, accuracy_samples: int,
+         seed: Any, progress: bool) -> dict[str, Any]:
     pts = jittered_points(n, dim, seed)
     kernel = matern_kernel(nu, length)
     out: dict[str, Any] = {"n": n, "tol": tol, "tile_size": tile_size, "mode": mode,
@@ -167,13 +191,6 @@ def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
                            "method": method,
                            "kernel": f"matern nu={nu} length={length} nugget={nugget} "
                                      f"dim={dim}, jittered grid, Morton order"}
-    try:
-        from threadpoolctl import threadpool_info
-
-        out["blas_threads"] = max((p["num_threads"] for p in threadpool_info()
-                                   if p.get("user_api") == "blas"), default=None)
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-        out["blas_threads"] = None
     t0 = time.perf_counter()
     if mode == "LL":
         T = TLRMatrix.from_kernel(kernel, pts, tile_size=tile_size, tol=tol, method=method,
