@@ -5,28 +5,33 @@ Two modes:
 ``LL`` - :func:`potrf` factors a :class:`~tricov.tlr.TLRMatrix` (low-rank in, low-rank out),
     by one of two algorithms:
 
-    ``algorithm='right'`` (right-looking, the default). For each tile column ``k``:
+    ``algorithm='left'`` (left-looking, the default on CPUs). For each tile column ``k``:
 
-    1. ``L_kk = potrf(A_kk)`` (dense, :func:`tricov.potrf`);
-    2. ``L_ik = A_ik L_kk^-H = U_ik (L_kk^-1 V_ik)^H``: one :func:`tricov.trsm` on the ``V``
-       factors of the whole column, concatenated;
-    3. ``A_jj -= L_jk L_jk^H`` for ``j > k``: dense Hermitian rank-k updates
-       (:func:`tricov.syrk`, with ``L_jk L_jk^H = X X^H``, ``X = U P sqrt(w)`` from the
-       eigendecomposition ``P w P^H`` of the small ``V^H V``);
+    1. ``A_kk -= sum_j L_kj L_kj^H`` (one :func:`tricov.syrk` on ``X = [U_kj P_j sqrt(w_j)]``,
+       ``P_j w_j P_j^H`` the eigendecomposition of the small ``V_kj^H V_kj``), then
+       ``L_kk = potrf(A_kk)`` (:func:`tricov.potrf`);
+    2. every tile ``(i, k)`` of the Schur complement, ``S_ik = U_ik V_ik^H - X_i W^H`` with
+       ``W = [U_k0 ... U_k,k-1]`` and ``X_i = [U_ij (V_ij^H V_kj)]_j``, is recompressed once,
+       by the randomized SVD (:mod:`tricov.tlr.compression`) that touches it only through
+       products with blocks of vectors: it is never formed, and the cost is
+       ``O(nb (r + R) p)`` per tile instead of the ``O(nb^2 R)`` of a dense update (``R`` is the
+       width of ``W``, ``p`` the sample size); tiles of a panel are processed as a stack;
+    3. ``L_ik = S_ik L_kk^-H = U_ik (L_kk^-1 V_ik)^H``: one :func:`tricov.trsm` on the
+       concatenated ``V`` factors of the column.
+
+    ``algorithm='right'`` (right-looking, low-rank updates). For each tile column ``k``:
+
+    1. ``L_kk = potrf(A_kk)``;
+    2. ``L_ik = U_ik (L_kk^-1 V_ik)^H`` (one TRSM on the concatenated ``V`` factors);
+    3. ``A_jj -= L_jk L_jk^H`` for ``j > k``: dense SYRK updates as above;
     4. ``A_ij -= L_ik L_jk^H`` for ``i > j > k``: the update ``U_ik (V_ik^H V_jk) U_jk^H`` is
        appended to ``U_ij V_ij^H`` and the sum recompressed (QR of both factors, SVD of the
        small core: :func:`~tricov.tlr.lowrank.recompress`), batched over tiles of similar rank.
        Tile column ``j`` receives ``j`` updates, each truncated to ``tau / j``.
 
-    ``algorithm='left'`` (left-looking). For each tile column ``k``, panels of its tiles are
-    expanded to dense, all updates from the columns ``j < k`` are applied by one GEMM
-    ``P -= X W^H`` (``W = [U_k0 ... U_k,k-1]``, ``X`` the matching ``U_ij (V_ij^H V_kj)``), and
-    each tile is compressed once more to ``tau``. Fewer, larger BLAS-3 calls: faster on CPUs.
-
-``DL`` - :func:`potrf_from_kernel` / :func:`potrf_from_dense` compress while factoring: the
-    left-looking algorithm reading each panel from the kernel (or the dense array) when its
-    column is reached, so each tile is compressed exactly once, as a tile of the Schur
-    complement.
+    The right-looking variant is the classic one for batched GPU kernels; on CPUs its many
+    tall-skinny Householder QRs (LAPACK runs them at a fraction of GEMM speed) make it about
+    twice as slow as the left-looking one, which recompresses each tile once.
 
 Accuracy. Let ``tau = tol * anorm / ntiles`` (see :class:`~tricov.tlr.TLRMatrix`). Each
 compression or recompression changes one tile of the current Schur complement by at most its
@@ -61,7 +66,7 @@ from .sources import DenseSource, KernelSource, TileSource, panel_chunks
 
 __all__ = ["potrf", "potrf_from_dense", "potrf_from_kernel"]
 
-ALGORITHMS = ("right", "left")
+ALGORITHMS = ("left", "right")
 
 #: Largest stack (elements of one factor) recompressed at once in the right-looking updates.
 _BATCH_ELEMENTS = 1 << 23
@@ -318,7 +323,7 @@ def _left_looking(T: TLRMatrix, src: TileSource | None, tol: float | None, rank:
 
 # ---------------------------------------------------------------------------- public
 def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
-          algorithm: str = "right", seed: Any = None, progress: bool = False) -> TLRMatrix:
+          algorithm: str = "left", seed: Any = None, progress: bool = False) -> TLRMatrix:
     """TLR Cholesky factorization in place (mode LL): T becomes its lower factor ``L``.
 
     Parameters
@@ -330,11 +335,13 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
         :class:`TLRMatrix`); default ``T.tol``.
     rank : int, optional
         Fixed rank (or cap) of the recompressed tiles; default ``T.rank``.
-    algorithm : {'right', 'left'}
-        See the module notes: right-looking with low-rank updates (default), or left-looking
-        with dense panel updates (faster on CPUs; needs a panel of dense workspace).
+    algorithm : {'left', 'right'}
+        See the module notes: left-looking, each tile recompressed once from products with
+        the Schur complement (default), or right-looking with low-rank updates recompressed
+        after each update.
     seed : int or numpy.random.Generator, optional
-        Randomness of the left-looking recompressions (``rsvd``).
+        Randomness of the left-looking recompressions (``rsvd``; ``svd`` if T was built with
+        it).
     progress : bool
         Show a progress bar (on a terminal only).
 
@@ -359,10 +366,11 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
     tol = T.tol if tol is None else tol
     rank = T.rank if rank is None else rank
     check_accuracy(tol, rank, T.dtype)
-    tau = None if tol is None else tol * T.anorm / max(1, T.ntiles)
+    tau = tile_atol(tol, T.anorm ** 2, T.ntiles)
     if algorithm == "right":
         _right_looking(T, tau, rank, progress)
     else:
+        # Schur tiles are reached through products with blocks: ACA (entrywise) gains nothing.
         method = "svd" if T.method == "svd" else "rsvd"
         _left_looking(T, None, tol, rank, T.anorm ** 2, np.random.default_rng(seed), method,
                       progress)
