@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["array_module", "asnumpy", "fro2", "herm", "real_dtype", "symmetrize_lower"]
+__all__ = ["array_module", "asnumpy", "fro2", "herm", "real_dtype", "symmetrize_lower",
+           "zero_upper"]
 
 SUPPORTED = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
@@ -53,7 +54,31 @@ def real_dtype(dtype: Any) -> np.dtype:
     return np.dtype(np.finfo(np.dtype(dtype)).dtype)
 
 
+_BLOCK = 256
+
+
 def symmetrize_lower(a: Any) -> Any:
-    """The square ``a`` with its strict upper triangle replaced by the conjugate of the lower."""
+    """Overwrite the strict upper triangle of the square ``a`` with the conjugate of the lower.
+
+    Done in place by blocks of rows (no ``n x n`` temporaries); returns ``a``.
+    """
     xp = array_module(a)
-    return xp.tril(a) + xp.tril(a, -1).T.conj()
+    n = a.shape[0]
+    for r0 in range(0, n, _BLOCK):
+        r1 = min(n, r0 + _BLOCK)
+        a[r0:r1, r1:] = a[r1:, r0:r1].T.conj()
+        d = a[r0:r1, r0:r1]
+        d[...] = xp.tril(d) + xp.tril(d, -1).T.conj()
+    return a
+
+
+def zero_upper(a: Any) -> Any:
+    """Zero the strict upper triangle of the square ``a`` in place; returns ``a``."""
+    xp = array_module(a)
+    n = a.shape[0]
+    for r0 in range(0, n, _BLOCK):
+        r1 = min(n, r0 + _BLOCK)
+        a[r0:r1, r1:] = 0
+        d = a[r0:r1, r0:r1]
+        d[...] = xp.tril(d)
+    return a

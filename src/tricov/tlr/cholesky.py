@@ -56,7 +56,7 @@ import numpy as np
 
 from .. import dense
 from .._errors import NotPositiveDefiniteError
-from ._array import array_module, fro2, herm
+from ._array import array_module, fro2, herm, zero_upper
 from ._progress import Progress
 from .build import chunk_hint, rank_hints, store, tile_atol
 from .compression import DenseStack, check_accuracy, check_method, compress_op
@@ -91,8 +91,7 @@ def _factor_diag(T: TLRMatrix, k: int) -> None:
             "can make a nearly singular matrix indefinite: use a smaller tol (or a larger "
             "rank), or add a nugget (a small multiple of the identity) to the diagonal. The "
             "matrix now holds a partial factorization; build it again.")) from None
-    xp = array_module(d)
-    T._diag[k] = xp.tril(d)
+    zero_upper(d)
 
 
 def _trsm_column(T: TLRMatrix, k: int) -> None:
