@@ -214,3 +214,25 @@ def test_construction_errors():
         TLRMatrix.from_dense(np.ones((4, 4), dtype=int), tile_size=2, tol=1e-6)
     with pytest.raises(ValueError, match="precision of float32"):
         TLRMatrix.from_dense(np.eye(4, dtype=np.float32), tile_size=2, tol=1e-10)
+    with pytest.raises(ValueError, match="nugget"):
+        TLRMatrix.from_kernel(k, x, tile_size=10, tol=1e-6, nugget=np.inf)
+    with pytest.raises(ValueError, match="nugget"):
+        TLRMatrix.from_dense(np.eye(4), tile_size=2, tol=1e-6, nugget="1")
+
+
+def test_progress_bar_on_a_terminal(monkeypatch):
+    import sys
+
+    from tricov.tlr._progress import Progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with Progress(3, "work", True) as bar:
+        assert bar._bar is not None
+        bar.advance(2)
+        bar.advance()
+        assert bar._bar.tasks[0].completed == 3
+    with Progress(3, "work", False) as bar:
+        assert bar._bar is None
+    x = jittered_grid(200, 2)
+    T = TLRMatrix.from_kernel(matern15(0.1), x, tile_size=50, tol=1e-6, progress=True)
+    assert T.ntiles == 4

@@ -70,6 +70,9 @@ class TileSource:
         self.tile_size = tile_size
         self.dtype = np.dtype(dtype)
         self.offsets = tile_offsets(n, tile_size)
+        if isinstance(nugget, bool) or not isinstance(nugget, (int, float, np.floating)) \
+                or not np.isfinite(nugget):
+            raise ValueError(f"nugget must be a finite real number, got {nugget!r}")
         self.nugget = float(nugget)
 
     def _range(self, k: int) -> slice:
