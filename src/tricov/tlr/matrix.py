@@ -27,10 +27,24 @@ class TLRMatrix:
     and the dense diagonal tiles are lower triangular.
 
     Build one with :meth:`from_kernel` or :meth:`from_dense` (or factor while compressing with
-    :func:`tricov.tlr.potrf_from_kernel`).
+    :func:`tricov.tlr.potrf_from_kernel`); the constructor itself only makes the empty tiling
+    that those fill.
 
-    Accuracy
-    --------
+    Parameters
+    ----------
+    n : int
+        Order of the matrix.
+    tile_size : int
+    dtype : dtype
+    tol : float, optional
+        Fixed accuracy (see the notes).
+    rank : int, optional
+        Fixed rank, or the rank cap with ``tol``. At least one of ``tol`` and ``rank``.
+    method : {'rsvd', 'aca', 'svd'}
+        Tile compression (:mod:`tricov.tlr.compression`).
+
+    Notes
+    -----
     With ``tol`` (fixed accuracy) every off-diagonal tile is compressed to the absolute
     Frobenius accuracy ``tau = tol * anorm / ntiles``, where ``anorm`` is the Frobenius norm of
     the matrix accumulated from the tiles generated so far (a lower bound of ``||A||_F``, exact
@@ -45,7 +59,7 @@ class TLRMatrix:
     Attributes
     ----------
     anorm : float
-        Frobenius norm of the compressed matrix as estimated during construction.
+        Frobenius norm of ``A`` as accumulated during construction (see the notes).
     """
 
     def __init__(self, n: int, tile_size: int, dtype: Any = np.float64, *,
