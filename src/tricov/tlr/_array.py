@@ -1,0 +1,84 @@
+"""Array helpers shared by the TLR modules, written for any NumPy-compatible array module.
+
+Every function takes the array module ``xp`` from its operands (:func:`array_module`), so the
+same code runs on NumPy arrays now and on CuPy arrays later.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["array_module", "asnumpy", "fro2", "herm", "real_dtype", "symmetrize_lower",
+           "zero_upper"]
+
+SUPPORTED = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def array_module(x: Any) -> ModuleType:
+    """The array module (NumPy or CuPy) of ``x``."""
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def asnumpy(x: Any) -> np.ndarray:
+    """``x`` as a NumPy array on the host (a copy only for device arrays)."""
+    if type(x).__module__.startswith("cupy"):
+        return x.get()
+    return np.asarray(x)
+
+
+def herm(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (a view for real data)."""
+    return x.conj().swapaxes(-1, -2)
+
+
+def fro2(x: Any, axis: tuple[int, ...] | None = (-2, -1)) -> Any:
+    """Squared Frobenius norm over ``axis`` (default: the last two axes; None: all)."""
+    xp = array_module(x)
+    if axis is None:
+        flat = x.reshape(-1)
+        return float(xp.vdot(flat, flat).real)
+    if xp.iscomplexobj(x):
+        return (x.real * x.real + x.imag * x.imag).sum(axis=axis)
+    return (x * x).sum(axis=axis)
+
+
+def real_dtype(dtype: Any) -> np.dtype:
+    """The real dtype of the same precision (float32 for complex64, ...)."""
+    return np.dtype(np.finfo(np.dtype(dtype)).dtype)
+
+
+_BLOCK = 256
+
+
+def symmetrize_lower(a: Any) -> Any:
+    """Overwrite the strict upper triangle of the square ``a`` with the conjugate of the lower.
+
+    Done in place by blocks of rows (no ``n x n`` temporaries); returns ``a``.
+    """
+    xp = array_module(a)
+    n = a.shape[0]
+    for r0 in range(0, n, _BLOCK):
+        r1 = min(n, r0 + _BLOCK)
+        a[r0:r1, r1:] = a[r1:, r0:r1].T.conj()
+        d = a[r0:r1, r0:r1]
+        d[...] = xp.tril(d) + xp.tril(d, -1).T.conj()
+    return a
+
+
+def zero_upper(a: Any) -> Any:
+    """Zero the strict upper triangle of the square ``a`` in place; returns ``a``."""
+    xp = array_module(a)
+    n = a.shape[0]
+    for r0 in range(0, n, _BLOCK):
+        r1 = min(n, r0 + _BLOCK)
+        a[r0:r1, r1:] = 0
+        d = a[r0:r1, r0:r1]
+        d[...] = xp.tril(d)
+    return a

@@ -1,0 +1,236 @@
+"""Benchmark of the TLR Cholesky on a Matérn covariance of points in the unit square (or cube).
+
+:func:`run` builds ``n`` points (a jittered grid, Morton-ordered), compresses and factors the
+Matérn covariance matrix with TLR, estimates the achieved accuracy ``||A - L L^H||_F / ||A||_F``
+without forming A, and, where the dense matrix fits in memory, times SciPy's dense Cholesky on
+the same matrix. ``tricov bench tlr-potrf`` calls it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .cholesky import potrf, potrf_from_kernel
+from .matrix import TLRMatrix
+from .ordering import morton_order
+
+__all__ = ["accuracy", "jittered_points", "matern_kernel", "run"]
+
+_ROW_BLOCK = 128
+
+
+def matern_kernel(nu: float = 1.5, length: float = 0.1, variance: float = 1.0) -> Callable[
+        [np.ndarray, np.ndarray], np.ndarray]:
+    """Matérn covariance for ``nu`` in {0.5, 1.5, 2.5} (closed forms), evaluated in row blocks.
+
+    ``k(d) = variance * exp(-d/l)`` (0.5), ``variance (1 + s) exp(-s)``, ``s = sqrt(3) d / l``
+    (1.5), ``variance (1 + s + s^2/3) exp(-s)``, ``s = sqrt(5) d / l`` (2.5).
+    """
+    from scipy.spatial.distance import cdist
+
+    if nu not in (0.5, 1.5, 2.5):
+        raise ValueError(f"nu must be 0.5, 1.5 or 2.5, got {nu!r}")
+    scale = {0.5: 1.0, 1.5: math.sqrt(3.0), 2.5: math.sqrt(5.0)}[nu] / length
+
+    def kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        out = np.empty((x.shape[0], y.shape[0]))
+        tmp = np.empty((min(_ROW_BLOCK, x.shape[0]), y.shape[0]))
+        for r0 in range(0, x.shape[0], _ROW_BLOCK):
+            s = out[r0:r0 + _ROW_BLOCK]
+            e = tmp[:s.shape[0]]
+            cdist(x[r0:r0 + _ROW_BLOCK], y, out=s)
+            s *= scale
+            np.negative(s, out=e)
+            np.exp(e, out=e)
+            if nu == 0.5:
+                s[...] = e
+            elif nu == 1.5:
+                s += 1.0
+                s *= e
+            else:
+                e *= (s * s) * (1.0 / 3.0) + s + 1.0
+                s[...] = e
+            if variance != 1.0:
+                s *= variance
+        return out
+
+    return kernel
+
+
+def jittered_points(n: int, dim: int = 2, seed: Any = 0) -> np.ndarray:
+    """``n`` points of a regular grid in ``[0, 1]^dim``, each moved by up to 0.4 of the spacing
+    (so no two are closer than 0.2 spacing), in Morton order."""
+    rng = np.random.default_rng(seed)
+    side = math.ceil(n ** (1.0 / dim) - 1e-9)
+    axes = np.meshgrid(*[np.arange(side, dtype=np.float64)] * dim, indexing="ij")
+    pts = np.stack(axes, axis=-1).reshape(-1, dim)[:n]
+    pts = (pts + 0.5 + 0.4 * rng.uniform(-1.0, 1.0, pts.shape)) / side
+    return pts[morton_order(pts)]
+
+
+def _available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
+def _kernel_times(kernel: Callable[[Any, Any], Any], pts: np.ndarray, nugget: float,
+                  tile: int, X: np.ndarray) -> tuple[np.ndarray, float]:
+    """``A X`` and ``||A||_F`` from lower-triangle panels of ``A = kernel + nugget I``."""
+    n = pts.shape[0]
+    Y = np.zeros_like(X)
+    norm2 = 0.0
+    for c0 in range(0, n, tile):
+        c1 = min(n, c0 + tile)
+        d = kernel(pts[c0:c1], pts[c0:c1])
+        d[np.diag_indices(c1 - c0)] += nugget
+        Y[c0:c1] += d @ X[c0:c1]
+        norm2 += float((d * d).sum())
+        for r0 in range(c1, n, max(tile, (1 << 22) // max(1, c1 - c0))):
+            r1 = min(n, r0 + max(tile, (1 << 22) // max(1, c1 - c0)))
+            b = kernel(pts[r0:r1], pts[c0:c1])
+            Y[r0:r1] += b @ X[c0:c1]
+            Y[c0:c1] += b.T @ X[r0:r1]
+            norm2 += 2.0 * float((b * b).sum())
+    return Y, math.sqrt(norm2)
+
+
+def accuracy(T: TLRMatrix, kernel: Callable[[Any, Any], Any], pts: np.ndarray, nugget: float,
+             samples: int = 10, seed: Any = 0) -> float:
+    """Randomized estimate of ``||A - L L^H||_F / ||A||_F`` for a factored T.
+
+    ``E ||E w||^2 = ||E||_F^2`` for a Gaussian vector ``w``: with ``p`` samples the estimate
+    ``||E W||_F / sqrt(p)`` has a relative spread of about ``1 / sqrt(2p)``. ``A W`` is applied
+    from kernel panels (the lower triangle, used twice); ``||A||_F`` is exact.
+    """
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((T.n, samples))
+    AW, anorm = _kernel_times(kernel, pts, nugget, T.tile_size, W)
+    LLW = T.matvec(T.matvec(W, trans=True))
+    return float(np.linalg.norm(AW - LLW) / math.sqrt(samples) / anorm)
+
+
+def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
+        length: float = 0.1, nugget: float = 0.0, dim: int = 2, mode: str = "DL",
+        algorithm: str = "left", method: str = "rsvd", dense: bool | None = None,
+        accuracy_samples: int = 10, threads: int | None = None, seed: Any = 0,
+        progress: bool = False) -> dict[str, Any]:
+    """Time TLR compression + Cholesky of a Matérn matrix; compare with SciPy's dense Cholesky.
+
+    Parameters
+    ----------
+    n, tol, tile_size
+        Matrix order, TLR accuracy, tile size.
+    nu, length, nugget, dim
+        Matérn smoothness (0.5, 1.5, 2.5), range, diagonal nugget, dimension of the points.
+    mode : {'DL', 'LL'}
+        'DL': :func:`~tricov.tlr.potrf_from_kernel` (compression inside the factorization);
+        'LL': :meth:`TLRMatrix.from_kernel` then :func:`~tricov.tlr.potrf`.
+    algorithm : {'left', 'right'}
+        LL only: the potrf algorithm.
+    method : {'rsvd', 'aca', 'svd'}
+        Tile compression.
+    dense : bool, optional
+        Run the dense SciPy Cholesky; default: if the matrix takes less than 70% of the
+        available memory.
+    accuracy_samples : int
+        Gaussian vectors of the accuracy estimate (0 skips it: it costs one kernel pass).
+    threads : int, optional
+        BLAS threads for the whole run (every BLAS library loaded, through threadpoolctl);
+        default: leave them as they are.
+    seed, progress
+
+    Returns
+    -------
+    dict
+        ``n, tol, tile_size, mode, algorithm, method, kernel, time_compress`` (LL; None for DL,
+        where compression happens inside the factorization), ``time_factor, time_total,
+        max_rank, mean_rank, nbytes`` (the factor), ``nbytes_matrix`` (LL: the compressed A),
+        ``accuracy`` (estimated ``||A - L L^H||_F / ||A||_F``), ``accuracy_samples``,
+        ``dense_time`` (``scipy.linalg.cholesky``, in place), ``dense_generate_time``,
+        ``dense_nbytes`` (``n^2`` elements), ``speedup`` (``dense_time / time_total``),
+        ``memory_ratio`` (``nbytes / dense_nbytes``), ``blas_threads`` (the most threads of any
+        BLAS library). Entries that were not measured are None. Timings are wall-clock seconds.
+
+    Notes
+    -----
+    NumPy and SciPy wheels each bundle their own OpenBLAS; the TLR code calls both (NumPy for
+    the low-rank algebra, SciPy's through tricov's dense kernels), and the idle threads of
+    one spin while the other works. On a busy machine, compare ``threads=1`` runs too.
+    """
+    if mode not in ("DL", "LL"):
+        raise ValueError(f"mode must be 'DL' or 'LL', got {mode!r}")
+    import scipy.linalg  # noqa: F401 - load SciPy's BLAS now, so that the limit reaches it
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        out = _run(n, tol, tile_size, nu, length, nugget, dim, mode, algorithm, method, dense,
+                   accuracy_samples, seed, progress)
+        out["blas_threads"] = max((p["num_threads"] for p in threadpool_info()
+                                   if p.get("user_api") == "blas"), default=None)
+    return out
+
+
+def _run(n: int, tol: float, tile_size: int, nu: float, length: float, nugget: float, dim: int,
+         mode: str, algorithm: str, method: str, dense: bool | None, accuracy_samples: int,
+         seed: Any, progress: bool) -> dict[str, Any]:
+    pts = jittered_points(n, dim, seed)
+    kernel = matern_kernel(nu, length)
+    out: dict[str, Any] = {"n": n, "tol": tol, "tile_size": tile_size, "mode": mode,
+                           "algorithm": algorithm if mode == "LL" else "left",
+                           "method": method,
+                           "kernel": f"matern nu={nu} length={length} nugget={nugget} "
+                                     f"dim={dim}, jittered grid, Morton order"}
+    t0 = time.perf_counter()
+    if mode == "LL":
+        T = TLRMatrix.from_kernel(kernel, pts, tile_size=tile_size, tol=tol, method=method,
+                                  nugget=nugget, seed=seed, progress=progress)
+        t1 = time.perf_counter()
+        out["nbytes_matrix"] = T.nbytes
+        potrf(T, algorithm=algorithm, seed=seed, progress=progress)
+        t2 = time.perf_counter()
+        out["time_compress"], out["time_factor"] = t1 - t0, t2 - t1
+    else:
+        T = potrf_from_kernel(kernel, pts, tile_size=tile_size, tol=tol, method=method,
+                              nugget=nugget, seed=seed, progress=progress)
+        t2 = time.perf_counter()
+        out["nbytes_matrix"] = None
+        out["time_compress"], out["time_factor"] = None, t2 - t0
+    out["time_total"] = t2 - t0
+    out["max_rank"], out["mean_rank"], out["nbytes"] = T.max_rank, T.mean_rank, T.nbytes
+    out["accuracy_samples"] = accuracy_samples
+    out["accuracy"] = (accuracy(T, kernel, pts, nugget, accuracy_samples, seed)
+                       if accuracy_samples else None)
+    del T
+    out["dense_nbytes"] = n * n * 8
+    if dense is None:
+        dense = out["dense_nbytes"] < 0.7 * _available_bytes()
+    out["dense_time"] = out["dense_generate_time"] = None
+    if dense:
+        import scipy.linalg
+
+        t0 = time.perf_counter()
+        A = np.empty((n, n))
+        step = max(1, (1 << 22) // max(1, n))
+        for r0 in range(0, n, step):
+            A[r0:r0 + step] = kernel(pts[r0:r0 + step], pts)
+        A[np.diag_indices(n)] += nugget
+        t1 = time.perf_counter()
+        # A is symmetric: A.T is the F-ordered view SciPy factors in place without a copy.
+        scipy.linalg.cholesky(A.T, lower=True, overwrite_a=True, check_finite=False)
+        t2 = time.perf_counter()
+        del A
+        out["dense_generate_time"], out["dense_time"] = t1 - t0, t2 - t1
+    out["speedup"] = None if out["dense_time"] is None else out["dense_time"] / out["time_total"]
+    out["memory_ratio"] = out["nbytes"] / out["dense_nbytes"]
+    return out

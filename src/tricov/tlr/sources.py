@@ -1,0 +1,190 @@
+"""Where the entries of a matrix come from, one tile or one panel of tiles at a time.
+
+A source hands out the diagonal tiles (dense, Hermitian, nugget added), dense panels of
+off-diagonal tiles of one tile column (rows ``i0 <= i < i1`` of tile column ``k``, all below the
+diagonal) and, for ACA, single rows and columns of one tile. The builders and the TLR Cholesky
+only talk to this interface, so the whole matrix is never formed: a panel holds at most
+``panel_rows(...)`` rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._array import SUPPORTED, array_module, symmetrize_lower
+
+__all__ = ["DenseSource", "KernelSource", "TileSource", "panel_chunks"]
+
+#: Largest panel (elements) generated at once; at least one tile is always allowed.
+PANEL_ELEMENTS = 1 << 22
+
+
+def tile_offsets(n: int, tile_size: int) -> np.ndarray:
+    """Start of each tile and ``n`` at the end: ``[0, nb, 2 nb, ..., n]``."""
+    return np.append(np.arange(0, n, tile_size), n).astype(np.int64)
+
+
+def panel_chunks(offsets: np.ndarray, k: int, cols: int | None = None,
+                 hints: list[int] | None = None,
+                 elements: int = PANEL_ELEMENTS) -> list[tuple[int, int]]:
+    """Ranges ``[i0, i1)`` of consecutive tile rows below tile ``k``, processed together.
+
+    A chunk holds at most ``elements`` (a tile counts ``rows x cols``; ``cols`` defaults to the
+    width of tile column ``k``: a dense panel), tiles of one shape only (the last, shorter
+    tile is alone), and, given ``hints`` (expected ranks of tiles ``k + 1, k + 2, ...``), only
+    tiles whose hints are close to that of the chunk's first tile, so that a stack shares one
+    sampling width.
+    """
+    nt = offsets.size - 1
+    if cols is None:
+        cols = int(offsets[k + 1] - offsets[k])
+    full = int(offsets[1] - offsets[0]) if nt else 0
+    per = max(1, elements // max(1, cols * full))
+    last_short = nt > 1 and int(offsets[nt] - offsets[nt - 1]) != full
+    stop = nt - 1 if last_short else nt
+    out: list[tuple[int, int]] = []
+    i = k + 1
+    while i < stop:
+        j = i + 1
+        while j < min(i + per, stop):
+            if hints is not None:
+                h0, h = hints[i - k - 1], hints[j - k - 1]
+                if abs(h - h0) > max(16, h0 // 4):
+                    break
+            j += 1
+        out.append((i, j))
+        i = j
+    if last_short and k + 1 <= nt - 1:
+        out.append((nt - 1, nt))
+    return out
+
+
+class TileSource:
+    """Base of the tile sources: an ``n x n`` Hermitian matrix cut into tiles."""
+
+    def __init__(self, n: int, tile_size: int, dtype: Any, nugget: float) -> None:
+        self.n = n
+        self.tile_size = tile_size
+        self.dtype = np.dtype(dtype)
+        self.offsets = tile_offsets(n, tile_size)
+        if isinstance(nugget, bool) or not isinstance(nugget, (int, float, np.floating)) \
+                or not np.isfinite(nugget):
+            raise ValueError(f"nugget must be a finite real number, got {nugget!r}")
+        self.nugget = float(nugget)
+
+    def _range(self, k: int) -> slice:
+        return slice(int(self.offsets[k]), int(self.offsets[k + 1]))
+
+    def _block(self, rows: Any, cols: Any) -> Any:
+        raise NotImplementedError
+
+    def diag(self, k: int) -> Any:
+        """Dense diagonal tile ``k`` (both triangles, Hermitian, nugget on the diagonal)."""
+        s = self._range(k)
+        d = symmetrize_lower(self._diag_block(s))
+        if self.nugget:
+            xp = array_module(d)
+            idx = xp.arange(d.shape[0])
+            d[idx, idx] += self.nugget
+        return d
+
+    def _diag_block(self, s: slice) -> Any:
+        return self._block(s, s)
+
+    def panel(self, k: int, i0: int, i1: int) -> Any:
+        """Dense rows of tiles ``i0 <= i < i1`` (all ``> k``) of tile column ``k``."""
+        return self._block(slice(int(self.offsets[i0]), int(self.offsets[i1])), self._range(k))
+
+    def oracles(self, i: int, k: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+        """``rows(idx)`` and ``cols(idx)`` of tile ``(i, k)`` (local indices), for ACA."""
+        r, c = self._range(i), self._range(k)
+        r0, c0 = r.start, c.start
+        return (lambda idx: self._block(np.asarray(idx) + r0, c),
+                lambda idx: self._block(r, np.asarray(idx) + c0))
+
+
+def _check_block(block: Any, shape: tuple[int, int], what: str) -> None:
+    if tuple(block.shape) != shape:
+        raise ValueError(f"{what} returned shape {tuple(block.shape)}, expected {shape}")
+    xp = array_module(block)
+    # One cheap reduction; the elementwise test only if it is not finite (or overflowed).
+    if not bool(xp.isfinite(block.sum())) and not bool(xp.isfinite(block).all()):
+        raise ValueError(f"{what} returned NaN or infinity")
+
+
+class KernelSource(TileSource):
+    """Entries ``kernel(points[rows], points[cols])``.
+
+    Parameters
+    ----------
+    kernel : callable
+        ``kernel(x, y)`` with point sets ``x`` (p, d) and ``y`` (q, d) returns the (p, q)
+        covariances. It must be symmetric: ``kernel(x, y) = kernel(y, x)^H``.
+    points : (n, d) or (n,) array
+    tile_size : int
+    dtype : dtype or None
+        dtype of the matrix; None takes the kernel's (float64 if that is not a float type).
+    nugget : float
+        Added to the diagonal.
+    """
+
+    def __init__(self, kernel: Callable[[Any, Any], Any], points: Any, tile_size: int,
+                 dtype: Any, nugget: float) -> None:
+        if not callable(kernel):
+            raise TypeError(f"kernel must be callable, got {type(kernel).__name__}")
+        pts = points if hasattr(points, "ndim") else np.asarray(points)
+        if pts.ndim == 1:
+            pts = pts[:, None]
+        if pts.ndim != 2:
+            raise ValueError(f"points must be 1-D or 2-D (n, d), got shape {tuple(pts.shape)}")
+        self.kernel = kernel
+        self.points = pts
+        n = int(pts.shape[0])
+        if dtype is None:
+            dtype = np.float64
+            if n:
+                probe = kernel(pts[:1], pts[:1])
+                if np.dtype(probe.dtype) in SUPPORTED:
+                    dtype = probe.dtype
+        if np.dtype(dtype) not in SUPPORTED:
+            raise TypeError(f"dtype must be float32, float64, complex64 or complex128, got "
+                            f"{np.dtype(dtype)}")
+        super().__init__(n, tile_size, dtype, nugget)
+
+    def _block(self, rows: Any, cols: Any) -> Any:
+        x, y = self.points[rows], self.points[cols]
+        out = self.kernel(x, y)
+        xp = array_module(out) if hasattr(out, "shape") else np
+        out = xp.asarray(out)
+        _check_block(out, (int(x.shape[0]), int(y.shape[0])), "kernel")
+        if out.dtype != self.dtype or not out.flags.c_contiguous or not out.flags.writeable:
+            out = xp.array(out, dtype=self.dtype, order="C")
+        return out
+
+
+class DenseSource(TileSource):
+    """Entries of a dense Hermitian array; only its lower triangle is read."""
+
+    def __init__(self, A: Any, tile_size: int, nugget: float) -> None:
+        if getattr(A, "ndim", 0) != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"A must be a square 2-D array, got shape {getattr(A, 'shape', None)}")
+        if np.dtype(A.dtype) not in SUPPORTED:
+            raise TypeError(f"A has dtype {A.dtype}; supported: float32, float64, complex64, "
+                            "complex128")
+        self.A = A
+        super().__init__(int(A.shape[0]), tile_size, A.dtype, nugget)
+
+    def _block(self, rows: Any, cols: Any) -> Any:
+        xp = array_module(self.A)
+        if isinstance(rows, slice) and isinstance(cols, slice):
+            out = xp.array(self.A[rows, cols], order="C")
+        else:
+            r = xp.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
+            c = xp.arange(cols.start, cols.stop) if isinstance(cols, slice) else cols
+            out = xp.array(self.A[xp.asarray(r)[:, None], xp.asarray(c)[None, :]], order="C")
+        shape = tuple(out.shape)
+        _check_block(out, shape, "A")
+        return out
