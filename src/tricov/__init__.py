@@ -18,6 +18,17 @@ from .dense import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trt
 
 __version__ = "0.1.0"
 
+_SUBMODULES = ("batched", "geostat", "tlr")
+
+
+def __getattr__(name: str):
+    """Import the larger subpackages (``tricov.tlr``, ...) on first use."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularMatrixError",

@@ -35,10 +35,12 @@ class LeafSizes:
     lauum: int = 128
 
 
-# Measured defaults (see benchmarks/cpu_leaf_sizes.md for the run that produced them).
+# Measured defaults. GPU: the float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100
+# (benchmarks/README.md): 512 is best or within 2% for TRSM/TRMM except wide square solves
+# (128 there), 1024 for POTRF (cuSOLVER leaves), 512 for TRTRI/LAUUM/SYRK.
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes() for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=512, trmm=512, syrk=1024, potrf=512, trtri=512, lauum=512)
+    "gpu": {name: LeafSizes(trsm=512, trmm=512, syrk=512, potrf=1024, trtri=512, lauum=512)
             for name in ("float32", "float64", "complex64", "complex128")},
 }
 
