@@ -120,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     x, z = simulate(args.n, params, seed=args.seed)
     t_sim = time.perf_counter() - t0
     console.print(f"Simulated a Matérn field at {args.n} jittered-grid locations in "
-                  f"{t_sim:.2f} s (sigma2={args.sigma2}, beta={args.beta}, nu={args.nu}).")
+                  f"{t_sim:.2f} s (sigma2={args.sigma2}, beta={args.beta}, nu={args.nu}).",
+                  soft_wrap=True)
     ll_true = loglik(x, z, params)
     fits: dict[str, FitResult] = {}
     for method in methods:
@@ -142,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"Matérn field, n={args.n}: true sigma2={args.sigma2}, beta={args.beta}, "
           f"nu={args.nu}; estimated ({best.method}) {est}")
     console.print(f"Kriged {grid.shape[0]} grid points in {t_pred:.2f} s; figure written to "
-                  f"[bold]{out}[/bold]")
+                  f"[bold]{out}[/bold]", soft_wrap=True)
     return 0
 
 

@@ -243,9 +243,9 @@ def fit(locations: Any, z: Any, *, kernel: str = "matern",
     all_names = (*names, "nugget")
     x = _checks.locations(locations, metric=metric)
     zz = _checks.observations(z, x.shape[0])
-    fixed = _check_names(fix, names, "fix")
     if "nugget" in (fix or {}):
         raise ValueError("fix the nugget with nugget=VALUE (nugget=None estimates it)")
+    fixed = _check_names(fix, names, "fix")
     if nugget is not None:
         fixed["nugget"] = nugget
     if optimizer not in OPTIMIZERS:

@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"--bounds expects NAME=LOW:HIGH, got {k}={v}")
             bounds[k] = (float(lo), float(hi))
         console.print(f"{args.data}: {x.shape[0]} observations, coordinates "
-                      f"{header[:-1]}, value {header[-1]!r}")
+                      f"{header[:-1]}, value {header[-1]!r}", soft_wrap=True)
         result = fit(x, z, kernel=args.kernel, bounds=bounds, x0=x0, fix=fix,
                      nugget=None if args.estimate_nugget else args.nugget, metric=args.metric,
                      radius=args.radius, method=args.method, tol=args.tol,
@@ -120,9 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             mean, var = predict(x, z, grid, result, method=args.method, tol=args.tol)
             _write(args.output, gheader, grid, mean, var)
             if not to_stdout:
-                console.print(f"predictions at {grid.shape[0]} points written to {args.output}")
+                console.print(f"predictions at {grid.shape[0]} points written to {args.output}",
+                              soft_wrap=True)
     except (OSError, ValueError, TypeError, np.linalg.LinAlgError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         return 1
     return 0
 
