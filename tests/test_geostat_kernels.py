@@ -215,8 +215,11 @@ def test_kernel_families_vs_formulas(d: int) -> None:
     ]
     for k, ref in cases:
         got = k(x, y)
-        assert got.shape == (41, 29) and got.flags.f_contiguous
+        assert got.shape == (41, 29) and got.flags.c_contiguous
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=str(k))
+        got_f = k(x, y, order="F")
+        assert got_f.flags.f_contiguous
+        np.testing.assert_allclose(got_f, got, rtol=4 * EPS, atol=0)
 
 
 def test_kernel_symmetric_block_and_nugget() -> None:
@@ -284,6 +287,8 @@ def test_kernel_bad_shapes() -> None:
         k(np.zeros((3, 2)), np.zeros((3, 3)))
     with pytest.raises(ValueError, match="shape"):
         k(np.zeros((3, 2)), np.zeros((4, 2)), out=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="order must be"):
+        k(np.zeros((3, 2)), order="K")
     with pytest.raises(ValueError, match="params are required"):
         make_kernel("matern", None)
     with pytest.raises(ValueError, match="not both"):

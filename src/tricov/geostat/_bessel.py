@@ -323,43 +323,58 @@ def _tabulate(x: np.ndarray, consts: np.ndarray, temme: np.ndarray, steed: np.nd
                 values[p, 0, j] = h_hi if m == 2 else h_lo
 
 
-@njit(nogil=True, cache=True)
-def _fast(x: float, consts: np.ndarray, steed: np.ndarray, temme: np.ndarray, up: np.ndarray,
-          coef: np.ndarray, sub: np.ndarray) -> float:
-    """``M_nu(x)`` from the table inside its range, by :func:`_exact` outside it."""
-    if not (_SMALL <= x < _TABLE_MAX):
-        return _exact(x, consts, temme, steed, up)
-    f, e = math.frexp(x)
-    s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
-    piece = (e - _E_MIN) * 4 + s
-    off = 1.0 if e <= 0 else 0.0                       # see table(): x < 1 stores H - 1
-    u2 = 2.0 * (f - sub[0, s]) * sub[1, s]
-    c = coef[piece]
-    n = c.shape[1]
-    # Clenshaw's recurrence for the one or two tabulated functions at once
-    b1 = 0.0
-    b2 = 0.0
-    d1 = 0.0
-    d2 = 0.0
-    two = c.shape[0] == 2
-    for k in range(n - 1, 0, -1):
-        b1, b2 = u2 * b1 - b2 + c[0, k], b1
-        if two:
-            d1, d2 = u2 * d1 - d2 + c[1, k], d1
-    e_x = math.exp(-x)
-    h = off + (0.5 * u2 * b1 - b2 + c[0, 0])
-    if not two:
-        return h * e_x
-    g = off + (0.5 * u2 * d1 - d2 + c[1, 0])
-    return _upward(x, int(consts[_M]), h, g, up) * e_x
+# The two table loops below are written out in full (no per-element helper call): inlined,
+# an element costs a frexp, a Clenshaw sum and an exp, some 20 ns instead of 70.
 
 
 @njit(nogil=True, cache=True)
-def _fill_fast(t: np.ndarray, consts: np.ndarray, temme: np.ndarray, steed: np.ndarray,
-               up: np.ndarray, coef: np.ndarray, sub: np.ndarray) -> None:
+def _fill_table1(t: np.ndarray, coef: np.ndarray, sub: np.ndarray, consts: np.ndarray,
+                 temme: np.ndarray, steed: np.ndarray, up: np.ndarray) -> None:
+    """``t <- M_nu(t)`` from a table of one function (``nu < 5/2``)."""
     for j in range(t.shape[1]):
         for i in range(t.shape[0]):
-            t[i, j] = _fast(t[i, j], consts, steed, temme, up, coef, sub)
+            x = t[i, j]
+            if not (_SMALL <= x < _TABLE_MAX):
+                t[i, j] = _exact(x, consts, temme, steed, up)
+                continue
+            f, e = math.frexp(x)
+            s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
+            base = ((e - _E_MIN) * 4 + s) * _CHEB
+            u2 = 2.0 * (f - sub[0, s]) * sub[1, s]
+            b1 = 0.0
+            b2 = 0.0
+            for k in range(_CHEB - 1, 0, -1):
+                b1, b2 = u2 * b1 - b2 + coef[base + k], b1
+            off = 1.0 if e <= 0 else 0.0                # see table(): below 1, H - 1 is stored
+            t[i, j] = (off + (0.5 * u2 * b1 - b2 + coef[base])) * math.exp(-x)
+
+
+@njit(nogil=True, cache=True)
+def _fill_table2(t: np.ndarray, coef: np.ndarray, sub: np.ndarray, consts: np.ndarray,
+                 temme: np.ndarray, steed: np.ndarray, up: np.ndarray) -> None:
+    """``t <- M_nu(t)`` from a table of the two base orders, then upwards (``nu >= 5/2``)."""
+    m = int(consts[_M])
+    for j in range(t.shape[1]):
+        for i in range(t.shape[0]):
+            x = t[i, j]
+            if not (_SMALL <= x < _TABLE_MAX):
+                t[i, j] = _exact(x, consts, temme, steed, up)
+                continue
+            f, e = math.frexp(x)
+            s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
+            base = ((e - _E_MIN) * 4 + s) * 2 * _CHEB
+            u2 = 2.0 * (f - sub[0, s]) * sub[1, s]
+            b1 = 0.0
+            b2 = 0.0
+            d1 = 0.0
+            d2 = 0.0
+            for k in range(_CHEB - 1, 0, -1):
+                b1, b2 = u2 * b1 - b2 + coef[base + k], b1
+                d1, d2 = u2 * d1 - d2 + coef[base + _CHEB + k], d1
+            off = 1.0 if e <= 0 else 0.0
+            h_lo = off + (0.5 * u2 * b1 - b2 + coef[base])
+            h_hi = off + (0.5 * u2 * d1 - d2 + coef[base + _CHEB])
+            t[i, j] = _upward(x, m, h_lo, h_hi, up) * math.exp(-x)
 
 
 @njit(nogil=True, cache=True)
@@ -394,9 +409,10 @@ def matern_scaled_inplace(t: np.ndarray, nu: float, *, exact: bool = False) -> n
     consts, temme, steed, up = orders(float(nu))
     if exact or nu > _NU_TABLE_MAX:
         _fill_exact(t2, consts, temme, steed, up)
-    else:
-        coef, sub = table(float(nu))
-        _fill_fast(t2, consts, temme, steed, up, coef, sub)
+        return t
+    coef, sub = table(float(nu))
+    fill = _fill_table2 if coef.shape[1] == 2 else _fill_table1
+    fill(t2, coef.reshape(-1), sub, consts, temme, steed, up)
     return t
 
 

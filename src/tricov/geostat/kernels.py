@@ -179,7 +179,7 @@ class Kernel:
 
     # ------------------------------------------------------------------ evaluation
 
-    def __call__(self, x: Any, y: Any = None, *, out: Any = None) -> Any:
+    def __call__(self, x: Any, y: Any = None, *, out: Any = None, order: str = "C") -> Any:
         """The covariance block between the rows of ``x`` (n, d) and ``y`` (m, d).
 
         Parameters
@@ -189,8 +189,11 @@ class Kernel:
             Default ``x``. The nugget is added on the diagonal when ``y`` is ``x`` (or views
             the same memory with the same shape and strides).
         out : (n, m) float64 array, optional
-            Written in place (any strides, e.g. a tile of a column-major matrix). Default: a
-            new F-ordered array.
+            Written in place, any strides (e.g. a tile of a column-major matrix).
+        order : {"C", "F"}
+            Layout of the new array when ``out`` is None. C by default, what tile low-rank
+            compression takes; both cost the same (a C block is filled as the F-ordered
+            transpose ``C(y, x)``).
 
         Returns
         -------
@@ -202,10 +205,23 @@ class Kernel:
         if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
             raise ValueError(f"x and y must be 2-D with the same number of columns, got shapes "
                              f"{tuple(x.shape)} and {tuple(y.shape)}")
+        if out is None:
+            if order not in ("C", "F"):
+                raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+            xp = array_namespace(x, y)
+            out = xp.empty((x.shape[0], y.shape[0]), dtype=xp.float64, order=order)
         return self.fill(out, x, y, same=same)
 
     def fill(self, out: Any, x: Any, y: Any, *, same: bool) -> Any:
-        """Write the block ``C(x, y)`` into ``out`` (allocated when None); see ``__call__``."""
+        """Write the block ``C(x, y)`` into ``out`` (allocated when None); see ``__call__``.
+
+        A row-major ``out`` is filled as its transpose ``C(y, x)`` (the kernels are symmetric),
+        so that the inner loops always run down contiguous columns.
+        """
+        if out is not None and out.ndim == 2 and out.shape[1] > 1 and out.shape[0] > 1 \
+                and abs(out.strides[0]) > abs(out.strides[1]):
+            self.fill(out.T, y, x, same=same)
+            return out
         xp = array_namespace(x, y, out)
         out = distances(x, y, metric=self.metric, radius=self.radius, out=out)
         self.correlate(out, xp)
