@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tricov.geostat import demo, fit, fitcli, predict, simulate
+from tricov.geostat import bench, demo, fit, fitcli, predict, simulate
 
 
 def _tlr_available() -> bool:
@@ -100,3 +102,13 @@ def test_fit_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert fitcli.main([str(ok), "--fix", "nu"]) == 1
     assert "NAME=VALUE" in capsys.readouterr().out
     assert fitcli.main([str(ok), "--bounds", "beta=1"]) == 1
+
+
+def test_bench_runs(tmp_path: Path) -> None:
+    assert bench.main(["kernel", "--n", "200"]) == 0
+    out = tmp_path / "b.json"
+    assert bench.main(["loglik", "--n", "300", "--nu", "0.8", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["n"] == 300 and result["potrf_s"] > 0 and math.isfinite(result["loglik"])
+    assert bench.main(["fit", "--n", "120", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["evaluations"] > 1

@@ -241,6 +241,25 @@ def test_simulate_user_locations_and_errors() -> None:
         simulate(None, (1.0, 0.1, 0.5), locations=np.vstack([loc, loc[:1]]))
     with pytest.raises(tc.NotPositiveDefiniteError, match="needs a nugget"):
         simulate(400, (1.0, 3.0), kernel="sqexp")
+    with pytest.raises(ValueError, match="method must be"):
+        simulate(10, (1.0, 0.1, 0.5), method="fft")
+
+
+def test_simulate_tlr_matches_dense() -> None:
+    """The Cholesky factor is unique: the TLR factor's draw is the dense one, to its accuracy."""
+    pytest.importorskip("tricov.tlr")
+    x1, z1 = simulate(700, (1.0, 0.1, 0.8), seed=6)
+    x2, z2 = simulate(700, (1.0, 0.1, 0.8), seed=6, method="tlr", tol=1e-11, tile_size=100)
+    assert np.array_equal(x1, x2)
+    np.testing.assert_allclose(z2, z1, atol=1e-6)
+    # at user locations (not Morton-sorted) the draw comes back in their order: whitened by
+    # the covariance in that order it is N(0, I) (chi-square test at 5 sd, fixed seed)
+    loc = x1[::-1].copy()
+    _, z3 = simulate(None, (1.0, 0.1, 0.8), locations=loc, seed=6, method="tlr", tol=1e-11,
+                     tile_size=100)
+    c = _cov_reference("matern", (1.0, 0.1, 0.8), cdist(loc, loc))
+    w = sla.solve_triangular(np.linalg.cholesky(c), z3, lower=True)
+    assert abs(w @ w - 700) < 5 * math.sqrt(2 * 700)
 
 
 # ---------------------------------------------------------------- kriging

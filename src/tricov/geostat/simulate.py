@@ -13,6 +13,7 @@ from . import _checks
 from .covariance import DEFAULT_TILE, covariance
 from .distance import EARTH_RADIUS_KM
 from .kernels import Kernel, make_kernel
+from .likelihood import DEFAULT_TOL, tlr_api
 from .ordering import jittered_grid, morton_order
 
 __all__ = ["simulate"]
@@ -21,9 +22,10 @@ __all__ = ["simulate"]
 def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None = None, *,
              kernel: str | Kernel = "matern", dim: int = 2, seed: Any = None,
              locations: Any = None, nugget: float = 0.0, metric: str = "euclidean",
-             radius: float = EARTH_RADIUS_KM, tile_size: int = DEFAULT_TILE,
-             workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Draw a Gaussian random field exactly (dense Cholesky factor), reproducibly.
+             radius: float = EARTH_RADIUS_KM, method: str = "dense", tol: float = DEFAULT_TOL,
+             tile_size: int = DEFAULT_TILE, workers: int | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Draw a Gaussian random field with a Cholesky factor of its covariance, reproducibly.
 
     Parameters
     ----------
@@ -46,8 +48,14 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
         White-noise variance (measurement error) added to the field.
     metric : {"euclidean", "great_circle"}
     radius : float
+    method : {"dense", "tlr"}
+        "dense": the exact factor (n^2 memory). "tlr": the tile low-rank factor of
+        :mod:`tricov.tlr` at accuracy ``tol`` (``z = L e`` by ``TLRMatrix.matvec`` of the
+        factor), for sizes whose dense matrix does not fit in memory.
+    tol : float
+        TLR accuracy.
     tile_size, workers
-        Assembly tile size and threads.
+        Tile size (assembly, or TLR tiles) and assembly threads.
 
     Returns
     -------
@@ -78,6 +86,10 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
         if n is not None and n != x.shape[0]:
             raise ValueError(f"n = {n} but locations holds {x.shape[0]} points")
         _checks.no_duplicates(x, kern.nugget)
+    if method == "tlr":
+        return x, _draw_tlr(kern, x, rng, tol, tile_size)
+    if method != "dense":
+        raise ValueError(f"method must be 'dense' or 'tlr', got {method!r}")
     chol = covariance(kern, x, lower=True, tile_size=tile_size, workers=workers)
     try:
         dense.potrf(chol)
@@ -89,3 +101,17 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
     e = rng.standard_normal((x.shape[0], 1))
     dense.trmm(chol, e)
     return x, e[:, 0].copy()
+
+
+def _draw_tlr(kern: Kernel, x: np.ndarray, rng: np.random.Generator, tol: float,
+              tile_size: int) -> np.ndarray:
+    """``L e`` with the TLR Cholesky factor of C at the Morton-sorted points, in x's order."""
+    tlr_matrix, tlr_potrf = tlr_api()
+    order = morton_order(x)
+    kern.prepare()
+    mat = tlr_matrix.from_kernel(kern, np.ascontiguousarray(x[order]), tile_size=tile_size,
+                                 tol=tol)
+    tlr_potrf(mat)
+    z = np.empty(x.shape[0])
+    z[order] = np.asarray(mat.matvec(rng.standard_normal(x.shape[0])), dtype=np.float64)
+    return z
