@@ -260,6 +260,9 @@ def test_kernel_parameters_by_name_and_replace() -> None:
     assert Kernel("gaussian", (1, 2)).family == "sqexp"
     assert make_kernel("exp", [1.0, 0.5]).family == "exponential"
     assert make_kernel(k, None) is k
+    # lists are taken as float64 arrays
+    np.testing.assert_allclose(k([[0.0, 0.0]], [[0.2, 0.0]]), [[3.0 * kv(1.0, 1.0)]],  # nu = 1
+                               rtol=1e-14)
 
 
 @pytest.mark.parametrize(("args", "err", "match"), [

@@ -199,6 +199,10 @@ class Kernel:
         -------
         (n, m) array
         """
+        if not hasattr(x, "ndim"):
+            x = np.asarray(x, dtype=np.float64)
+        if y is not None and not hasattr(y, "ndim"):
+            y = np.asarray(y, dtype=np.float64)
         same = same_points(x, y)
         if y is None:
             y = x

@@ -205,7 +205,7 @@ def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float]
     >>> from tricov.geostat import loglik
     >>> x = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> round(loglik(x, [0.5, -0.2], (1.0, 1.0, 0.5)), 6)
-    -2.10585
+    -1.975411
     """
     kern = make_kernel(kernel, params, nugget=nugget, metric=metric, radius=radius)
     x = _checks.locations(locations, metric=kern.metric)
