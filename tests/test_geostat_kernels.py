@@ -351,3 +351,16 @@ def test_kernel_nu_near_integer_and_half_integer_is_continuous() -> None:
         np.testing.assert_allclose(hi, mid, rtol=1e-8)
     assert math.isclose(float(_bessel.matern_scaled(np.array([1.0]), 1.0)[0]),
                         float(kv(1.0, 1.0)), rel_tol=1e-14)
+
+
+def test_large_blocks_fill_in_parallel_identically(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _points(600, 2), _points(500, 2)
+    k = matern(1.1, 0.2, 0.7, nugget=0.3)
+    monkeypatch.setenv("TRICOV_NUM_THREADS", "1")
+    serial = [k(x), k(x, y), k(x, y, order="F")]
+    monkeypatch.setenv("TRICOV_NUM_THREADS", "2")
+    parallel = [k(x), k(x, y), k(x, y, order="F")]
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.flags.c_contiguous == b.flags.c_contiguous
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.diag(parallel[0]), 1.4, rtol=4 * EPS)

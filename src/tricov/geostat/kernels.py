@@ -45,6 +45,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "sqexp": ("sigma2", "beta"),
     "powexp": ("sigma2", "beta", "alpha"),
 }
+# Blocks of at least this many elements are filled by several threads (see ``__call__``).
+_PARALLEL_MIN = 1 << 18
 _ALIASES = {"exp": "exponential", "gaussian": "sqexp", "rbf": "sqexp",
             "squared_exponential": "sqexp", "square_exponential": "sqexp",
             "power_exponential": "powexp"}
@@ -195,6 +197,9 @@ class Kernel:
             compression takes; both cost the same (a C block is filled as the F-ordered
             transpose ``C(y, x)``).
 
+        Blocks of 2^18 elements or more (panels of several tiles) are filled tile by tile
+        on the assembly's threads (:func:`tricov.geostat.covariance.default_workers`).
+
         Returns
         -------
         (n, m) array
@@ -214,6 +219,16 @@ class Kernel:
                 raise ValueError(f"order must be 'C' or 'F', got {order!r}")
             xp = array_namespace(x, y)
             out = xp.empty((x.shape[0], y.shape[0]), dtype=xp.float64, order=order)
+        if out.size >= _PARALLEL_MIN and array_namespace(x, y, out) is np:
+            from .covariance import covariance, default_workers
+
+            if default_workers() > 1:
+                # a large block (a panel of tiles): its tiles on the threads of the assembly
+                if abs(out.strides[0]) > abs(out.strides[1]):
+                    covariance(self, y, None if same else x, out=out.T)
+                else:
+                    covariance(self, x, None if same else y, out=out)
+                return out
         return self.fill(out, x, y, same=same)
 
     def fill(self, out: Any, x: Any, y: Any, *, same: bool) -> Any:
