@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--beta", type=float, default=0.1, help="true range (default 0.1)")
     p.add_argument("--nu", type=float, default=0.5, help="true smoothness (default 0.5)")
     p.add_argument("--tol", type=float, default=DEFAULT_TOL, help="TLR accuracy")
-    p.add_argument("--grid", type=int, default=80, help="prediction grid points per side")
+    p.add_argument("--grid", type=int, default=120, help="prediction grid points per side")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress")
     return p
 
@@ -63,7 +63,8 @@ def _plot(path: Path, x: np.ndarray, z: np.ndarray, grid: np.ndarray, mean: np.n
                         vmin=-lim, vmax=lim)
     axes[1].set_title("kriging mean")
     fig.colorbar(im, ax=axes[1])
-    im = axes[2].imshow(sd.reshape(side, side), origin="lower", extent=extent, cmap="viridis")
+    im = axes[2].imshow(sd.reshape(side, side), origin="lower", extent=extent, cmap="viridis",
+                        interpolation="bilinear")
     axes[2].set_title("kriging standard deviation")
     fig.colorbar(im, ax=axes[2])
     for ax in axes:
