@@ -1,0 +1,170 @@
+"""Timings of the geostatistics workloads: kernel evaluation, one log-likelihood, one fit.
+
+``python -m tricov.geostat.bench kernel``: nanoseconds per Matérn element, tricov against
+SciPy's ``kv`` formula, on one tile of scaled distances.
+
+``python -m tricov.geostat.bench loglik --n 20000 [--method dense|tlr]``: one log-likelihood at
+random observations (the cost does not depend on them), split into its stages: assembly and
+Cholesky factorization (dense), or compression and TLR factorization (tlr), then the solve.
+
+``python -m tricov.geostat.bench fit --n 50000 --method tlr``: a full maximum-likelihood fit of a
+simulated field (simulated exactly when its dense matrix fits in ``--dense-max`` points, else
+with the TLR factor).
+
+Timings are wall-clock seconds of one run on this machine; ``--json`` writes them to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from scipy.special import gamma, kv
+
+from .. import dense
+from .covariance import covariance, default_workers
+from .distance import euclidean
+from .fit import fit
+from .kernels import matern
+from .likelihood import DEFAULT_TOL, Terms, TLREvaluator
+from .ordering import jittered_grid, morton_order
+from .simulate import simulate
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of the benchmark."""
+    p = argparse.ArgumentParser(prog="python -m tricov.geostat.bench",
+                                description="Time the geostatistics workloads of tricov.")
+    p.add_argument("what", choices=("kernel", "loglik", "fit"))
+    p.add_argument("--n", type=int, default=None,
+                   help="locations (default: 4000 kernel, 20000 loglik, 5000 fit)")
+    p.add_argument("--method", choices=("dense", "tlr"), default="dense")
+    p.add_argument("--sigma2", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=0.1)
+    p.add_argument("--nu", type=float, default=0.5)
+    p.add_argument("--tol", type=float, default=DEFAULT_TOL, help="TLR accuracy")
+    p.add_argument("--tile-size", type=int, default=None)
+    p.add_argument("--workers", type=int, default=None, help="assembly threads")
+    p.add_argument("--dense-max", type=int, default=20000,
+                   help="largest n simulated exactly for 'fit' (dense memory 8 n^2 bytes)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, help="write the timings to this file")
+    return p
+
+
+def _timed(f: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = f()
+    return out, time.perf_counter() - t0
+
+
+def _kernel(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.n or 4000
+    rng = np.random.default_rng(args.seed)
+    x = jittered_grid(n, 2, rng)
+    side = min(n, 1024)
+    r = euclidean(x[:side], x[-side:]) / args.beta
+    rows = {}
+    for nu in sorted({0.5, 1.5, 2.5, args.nu, 0.8, 1.3, 3.7}):
+        k = matern(1.0, 1.0, nu)
+        k.prepare()
+        t = np.asfortranarray(r)
+        _, dt = _timed(lambda k=k, t=t: k.correlate(t))
+        with np.errstate(all="ignore"):
+            _, ds = _timed(lambda nu=nu: 2 ** (1 - nu) / gamma(nu) * r**nu * kv(nu, r))
+        rows[nu] = {"tricov_ns": dt / r.size * 1e9, "scipy_ns": ds / r.size * 1e9}
+    return {"elements": r.size, "per_nu": rows}
+
+
+def _loglik(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.n or 20000
+    rng = np.random.default_rng(args.seed)
+    x = jittered_grid(n, 2, rng)
+    x = np.ascontiguousarray(x[morton_order(x)])
+    z = rng.standard_normal(n)
+    k = matern(args.sigma2, args.beta, args.nu)
+    tile = args.tile_size or 512
+    out: dict[str, Any] = {"n": n, "method": args.method, "tile_size": tile}
+    # warm-up outside the timings: compiled code loaded, the table of this nu built
+    k.prepare()
+    dense.potrf(np.asfortranarray(k(x[:64])))
+    t0 = time.perf_counter()
+    if args.method == "dense":
+        workers = args.workers or default_workers()
+        c, out["assembly_s"] = _timed(lambda: covariance(k, x, lower=True, tile_size=tile,
+                                                        workers=workers))
+        _, out["potrf_s"] = _timed(lambda: dense.potrf(c))
+        w = np.array(z, order="F").reshape(-1, 1)
+        _, out["solve_s"] = _timed(lambda: dense.trsm(c, w))
+        terms = Terms(float(w[:, 0] @ w[:, 0]),
+                      2.0 * float(np.sum(np.log(np.diagonal(c)))), n)
+        out["workers"] = workers
+        out["potrf_gflops"] = n**3 / 3 / out["potrf_s"] / 1e9
+    else:
+        ev = TLREvaluator(x, z, tile_size=tile, tol=args.tol)
+        tlr_matrix, tlr_potrf = ev._api
+        mat, out["compress_s"] = _timed(lambda: tlr_matrix.from_kernel(
+            k, ev.x, tile_size=tile, tol=args.tol))
+        _, out["potrf_s"] = _timed(lambda: tlr_potrf(mat))
+        sol, out["solve_s"] = _timed(lambda: np.asarray(mat.solve(ev.z)).reshape(-1))
+        terms = Terms(float(ev.z @ sol), float(mat.logdet()), n)
+        out["tol"] = args.tol
+    out["total_s"] = time.perf_counter() - t0
+    out["loglik"] = terms.loglik()
+    return out
+
+
+def _fit(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    n = args.n or 5000
+    params = (args.sigma2, args.beta, args.nu)
+    sim = "dense" if n <= args.dense_max else "tlr"
+    (x, z), t_sim = _timed(lambda: simulate(n, params, seed=args.seed, method=sim,
+                                            tol=min(args.tol, 1e-9)))
+    res = fit(x, z, method=args.method, tol=args.tol, tile_size=args.tile_size,
+              workers=args.workers, console=console)
+    return {"n": n, "method": args.method, "simulation": sim, "simulation_s": t_sim,
+            "params": res.params, "loglik": res.loglik, "evaluations": res.n_evals,
+            "seconds_per_evaluation": res.time_per_eval, "fit_s": res.time_total,
+            "success": res.success}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one benchmark and print (and optionally store) its timings."""
+    args = parser().parse_args(argv)
+    console = Console()
+    if args.what == "kernel":
+        result = _kernel(args)
+        t = Table(title=f"Matérn elements ({result['elements']} per run), ns per element")
+        for col in ("nu", "tricov", "SciPy kv formula", "speed-up"):
+            t.add_column(col, justify="right")
+        for nu, r in result["per_nu"].items():
+            t.add_row(f"{nu:g}", f"{r['tricov_ns']:.1f}", f"{r['scipy_ns']:.1f}",
+                      f"{r['scipy_ns'] / r['tricov_ns']:.1f}x")
+        console.print(t)
+    else:
+        result = _loglik(args) if args.what == "loglik" else _fit(args, console)
+        t = Table(title=f"{args.what} (n={result['n']}, {args.method})")
+        t.add_column("")
+        t.add_column("value", justify="right")
+        for key, value in result.items():
+            shown = f"{value:.4g}" if isinstance(value, float) and math.isfinite(value) \
+                else str(value)
+            t.add_row(key, shown)
+        console.print(t)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"what": args.what, **result}, fh, indent=2, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

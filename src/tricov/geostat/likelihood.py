@@ -1,0 +1,215 @@
+"""The Gaussian log-likelihood of observations under a covariance kernel, dense or tile low-rank.
+
+``l = -1/2 z^T C^-1 z - 1/2 log det C - n/2 log(2 pi)``. Dense: the lower triangle of C is
+assembled tile by tile into one column-major matrix, factored in place by :func:`tricov.potrf`,
+and ``L^-1 z`` comes from :func:`tricov.trsm`; ``log det C = 2 sum log L_ii``. TLR: the matrix is
+compressed tile by tile by :mod:`tricov.tlr` (locations sorted along the Morton curve first) and
+factored there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dense
+from . import _checks
+from .covariance import DEFAULT_TILE, covariance
+from .distance import EARTH_RADIUS_KM
+from .kernels import Kernel, make_kernel
+from .ordering import morton_order
+
+__all__ = ["METHODS", "DenseEvaluator", "Terms", "TLREvaluator", "evaluator", "loglik"]
+
+#: Ways to compute the likelihood.
+METHODS = ("dense", "tlr")
+#: Default accuracy of the TLR compression.
+DEFAULT_TOL = 1e-9
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The two data-dependent terms of the likelihood: ``z^T C^-1 z`` and ``log det C``."""
+
+    quad: float
+    logdet: float
+    n: int
+
+    def loglik(self, scale: float = 1.0) -> float:
+        """The log-likelihood, for C multiplied by ``scale`` (1: C as evaluated)."""
+        return -0.5 * (self.quad / scale + self.logdet + self.n * math.log(scale)
+                       + self.n * _LOG_2PI)
+
+
+class DenseEvaluator:
+    """Likelihood terms with a dense Cholesky factorization, reusing one n x n workspace.
+
+    Parameters
+    ----------
+    x : (n, d) float64 array
+    z : (n,) float64 array
+    tile_size : int
+        Tile size of the assembly.
+    workers : int, optional
+        Assembly threads.
+    """
+
+    def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int = DEFAULT_TILE,
+                 workers: int | None = None) -> None:
+        self.x, self.z = x, z
+        self.tile_size, self.workers = tile_size, workers
+        self._work: np.ndarray | None = None
+
+    def factor(self, kern: Kernel) -> np.ndarray:
+        """The Cholesky factor of ``C(x, x)`` (lower triangle of the workspace, overwritten
+        at the next call). Raises :class:`tricov.NotPositiveDefiniteError`."""
+        n = self.x.shape[0]
+        if self._work is None:
+            self._work = np.empty((n, n), order="F")
+        covariance(kern, self.x, lower=True, out=self._work, tile_size=self.tile_size,
+                   workers=self.workers)
+        return dense.potrf(self._work)
+
+    def __call__(self, kern: Kernel) -> Terms:
+        chol = self.factor(kern)
+        logdet = 2.0 * float(np.sum(np.log(np.diagonal(chol))))
+        w = np.array(self.z, dtype=np.float64, order="F").reshape(-1, 1)
+        dense.trsm(chol, w)
+        return Terms(float(w[:, 0] @ w[:, 0]), logdet, self.x.shape[0])
+
+    def release(self) -> None:
+        """Free the workspace."""
+        self._work = None
+
+
+def tlr_api() -> tuple[Any, Any]:
+    """``(TLRMatrix, potrf)`` from :mod:`tricov.tlr`, or an ImportError that says so."""
+    try:
+        from ..tlr import TLRMatrix
+        from ..tlr import potrf as tlr_potrf
+    except ImportError as exc:
+        raise ImportError("method='tlr' needs the tile low-rank module tricov.tlr (TLRMatrix, "
+                          "potrf), which this installation of tricov does not have; use "
+                          "method='dense'") from exc
+    return TLRMatrix, tlr_potrf
+
+
+class TLREvaluator:
+    """Likelihood terms with a tile low-rank Cholesky factorization (:mod:`tricov.tlr`).
+
+    The locations are sorted along the Morton curve (the likelihood does not depend on the
+    order) so that off-diagonal tiles have low rank.
+
+    Parameters
+    ----------
+    x : (n, d) float64 array
+    z : (n,) float64 array
+    tile_size : int
+    tol : float
+        Compression accuracy passed to ``TLRMatrix.from_kernel``.
+    """
+
+    def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int = DEFAULT_TILE,
+                 tol: float = DEFAULT_TOL) -> None:
+        self._api = tlr_api()
+        order = morton_order(x)
+        self.x, self.z = np.ascontiguousarray(x[order]), np.ascontiguousarray(z[order])
+        self.tile_size, self.tol = tile_size, tol
+
+    def factor(self, kern: Kernel) -> Any:
+        """The factored TLR matrix of ``C(x, x)`` (in Morton order)."""
+        tlr_matrix, tlr_potrf = self._api
+        kern.prepare()
+        mat = tlr_matrix.from_kernel(kern, self.x, tile_size=self.tile_size, tol=self.tol)
+        tlr_potrf(mat)
+        return mat
+
+    def __call__(self, kern: Kernel) -> Terms:
+        mat = self.factor(kern)
+        sol = np.asarray(mat.solve(self.z), dtype=np.float64).reshape(-1)
+        return Terms(float(self.z @ sol), float(mat.logdet()), self.x.shape[0])
+
+    def release(self) -> None:
+        """Nothing is kept between calls."""
+
+
+def evaluator(method: str, x: np.ndarray, z: np.ndarray, *, tile_size: int | None = None,
+              tol: float = DEFAULT_TOL, workers: int | None = None
+              ) -> DenseEvaluator | TLREvaluator:
+    """The likelihood evaluator of ``method`` ("dense" or "tlr") for fixed data."""
+    tile = DEFAULT_TILE if tile_size is None else int(tile_size)
+    if tile < 1:
+        raise ValueError(f"tile_size must be positive, got {tile_size}")
+    if method == "dense":
+        return DenseEvaluator(x, z, tile_size=tile, workers=workers)
+    if method == "tlr":
+        if not (isinstance(tol, (int, float)) and 0 < tol < 1):
+            raise ValueError(f"tol must be in (0, 1), got {tol!r}")
+        return TLREvaluator(x, z, tile_size=tile, tol=float(tol))
+    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float] | None = None,
+           *, kernel: str | Kernel = "matern", nugget: float = 0.0, metric: str = "euclidean",
+           radius: float = EARTH_RADIUS_KM, method: str = "dense", tol: float = DEFAULT_TOL,
+           tile_size: int | None = None, workers: int | None = None) -> float:
+    """Gaussian log-likelihood of zero-mean observations ``z`` at ``locations``.
+
+    ``-1/2 z^T C^-1 z - 1/2 log det C - n/2 log(2 pi)`` with ``C = kernel(locations)``.
+
+    Parameters
+    ----------
+    locations : (n, d) array
+        Coordinates (d = 1..3), or (longitude, latitude) in degrees with
+        ``metric="great_circle"``.
+    z : (n,) array
+        Observations, finite.
+    params : sequence or mapping
+        The kernel's parameters (for Matérn: sigma2, beta, nu), in order or by name.
+    kernel : str or Kernel
+        Family name ("matern", "exponential", "sqexp", "powexp"), or a :class:`Kernel`
+        (then ``params``, ``nugget``, ``metric`` and ``radius`` come from it).
+    nugget : float
+        White-noise variance added on the diagonal.
+    metric : {"euclidean", "great_circle"}
+    radius : float
+        Sphere radius for great-circle distances (default the Earth, km).
+    method : {"dense", "tlr"}
+        Dense Cholesky (exact), or tile low-rank (:mod:`tricov.tlr`, accuracy ``tol``).
+    tol : float
+        TLR compression accuracy.
+    tile_size : int, optional
+        Tile size (assembly tiles for dense; TLR tiles for tlr). Default 512.
+    workers : int, optional
+        Assembly threads (dense).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    tricov.NotPositiveDefiniteError
+        If C is not numerically positive definite (e.g. a very smooth kernel without nugget).
+    ValueError, TypeError
+        Bad shapes, non-finite data, bad parameters, duplicate locations without nugget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tricov.geostat import loglik
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> round(loglik(x, [0.5, -0.2], (1.0, 1.0, 0.5)), 6)
+    -1.975411
+    """
+    kern = make_kernel(kernel, params, nugget=nugget, metric=metric, radius=radius)
+    x = _checks.locations(locations, metric=kern.metric)
+    zz = _checks.observations(z, x.shape[0])
+    _checks.no_duplicates(x, kern.nugget)
+    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers)
+    return ev(kern).loglik()
