@@ -253,11 +253,11 @@ def test_info_reports_libraries_leaf_sizes_cache_and_gpus(
 
 
 # -------------------------------------------------------------------------------------- demo
-def test_demo_runs_its_benchmarks(monkeypatch: pytest.MonkeyPatch,
+def test_bench_demo_runs_its_benchmarks(monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setattr(demo, "SHAPES", {"trsm": ("40x8",), "potri": ("40",)})
     monkeypatch.setattr(demo, "REPEAT", 1)
-    assert cli.main(["demo"]) == 0
+    assert cli.main(["bench-demo"]) == 0
     out = capsys.readouterr().out
     assert "trsm float64" in out and "potri float64" in out
     assert len(_table_rows(out, ["40x8", "40"])) == 2

@@ -44,7 +44,11 @@ COMMANDS: list[Command] = [
             "Measure the best leaf sizes on this machine and store them."),
     Command("info", "tricov.bench.commands:info",
             "Show the BLAS library, versions, CPUs, GPUs and leaf sizes in force."),
-    Command("demo", "tricov.bench.demo:demo", "A short benchmark of trsm and potri."),
+    Command("demo", "tricov.geostat.demo:configure",
+            "Simulate a Gaussian random field, fit it (dense and TLR), predict, and plot."),
+    Command("fit", "tricov.geostat.fitcli:configure",
+            "Fit a Matern (or other) covariance to your own CSV data by maximum likelihood."),
+    Command("bench-demo", "tricov.bench.demo:demo", "A short benchmark of trsm and potri."),
 ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from .kriging import predict
 from .likelihood import DEFAULT_TOL, loglik, tlr_api
 from .simulate import simulate
 
-__all__ = ["main", "parser"]
+__all__ = ["add_arguments", "configure", "main", "parser", "run"]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,6 +30,12 @@ def parser() -> argparse.ArgumentParser:
         prog="tricov demo",
         description="Simulate a Gaussian random field with a Matérn covariance, estimate its "
         "parameters by maximum likelihood (dense Cholesky and tile low-rank), and krige it.")
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options of this command to ``p``."""
     p.add_argument("--n", type=int, default=2000, help="number of locations (default 2000)")
     p.add_argument("--method", choices=("dense", "tlr", "both"), default="both",
                    help="likelihood method (default both; TLR is skipped if unavailable)")
@@ -42,7 +48,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tol", type=float, default=DEFAULT_TOL, help="TLR accuracy")
     p.add_argument("--grid", type=int, default=120, help="prediction grid points per side")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress")
-    return p
 
 
 def _plot(path: Path, x: np.ndarray, z: np.ndarray, grid: np.ndarray, mean: np.ndarray,
@@ -95,7 +100,17 @@ def _summary(truth: dict[str, float], ll_true: float, fits: dict[str, FitResult]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns the exit status."""
-    args = parser().parse_args(argv)
+    return run(parser().parse_args(argv))
+
+
+def configure(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """Set up ``p`` as this command's parser (for :mod:`tricov.cli`); returns :func:`run`."""
+    add_arguments(p)
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command on parsed arguments; returns the exit status."""
     console = Console()
     if args.device == "gpu":
         console.print("[red]The GPU path of tricov.geostat is not available yet; run with "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,12 @@ def parser() -> argparse.ArgumentParser:
         prog="tricov fit",
         description="Estimate covariance parameters of a zero-mean Gaussian field by maximum "
         "likelihood from a CSV of coordinates and values (header row; last column the value).")
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options of this command to ``p``."""
     p.add_argument("data", help="CSV: coordinates (1-3 columns) then the value; header row")
     p.add_argument("--kernel", default="matern", choices=sorted(FAMILIES))
     p.add_argument("--metric", default="euclidean", choices=("euclidean", "great_circle"))
@@ -57,7 +63,6 @@ def parser() -> argparse.ArgumentParser:
                    help="krige at these coordinates (header row, coordinate columns)")
     p.add_argument("--output", default="-", help="CSV of predictions (default: stdout)")
     p.add_argument("--quiet", action="store_true", help="no per-evaluation progress")
-    return p
 
 
 def read_table(path: str | Path) -> tuple[list[str], np.ndarray]:
@@ -88,7 +93,17 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tricov fit``; returns the exit status."""
-    args = parser().parse_args(argv)
+    return run(parser().parse_args(argv))
+
+
+def configure(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """Set up ``p`` as this command's parser (for :mod:`tricov.cli`); returns :func:`run`."""
+    add_arguments(p)
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command on parsed arguments; returns the exit status."""
     to_stdout = args.predict is not None and args.output == "-"
     console = Console(stderr=to_stdout)
     try:

@@ -1,5 +1,7 @@
 """Where points come from and in which order they go: jittered grids and the Morton curve.
 
+The Morton ordering itself is :func:`tricov.tlr.morton_order`, re-exported here.
+
 Sorting locations along a space-filling curve puts nearby points in nearby rows, so that the
 off-diagonal tiles of a covariance matrix couple distant clusters and have low numerical rank:
 what tile low-rank compression needs.
@@ -11,46 +13,10 @@ import math
 
 import numpy as np
 
+from ..tlr.ordering import morton_order
+
 __all__ = ["jittered_grid", "morton_order"]
 
-
-
-def morton_order(points: np.ndarray) -> np.ndarray:
-    """The permutation that sorts ``points`` (n, d) along the Morton (Z-order) curve.
-
-    Each coordinate is scaled to the bounding box and quantised to ``min(52, 63 // d)`` bits;
-    the bits of the coordinates are interleaved into one integer key (the lowest of each group
-    from the first coordinate), and the keys are sorted (stably, so that ties keep their order).
-
-    Parameters
-    ----------
-    points : (n, d) array, d >= 1
-
-    Returns
-    -------
-    (n,) int64 array
-        ``points[order]`` is sorted.
-    """
-    pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim == 1:
-        pts = pts[:, None]
-    if pts.ndim != 2 or pts.shape[1] < 1:
-        raise ValueError(f"points must be an (n, d) array, got shape {pts.shape}")
-    n, d = pts.shape
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    bits = min(52, 63 // d)  # 2^bits - 1 must be exact in float64
-    lo = pts.min(axis=0)
-    span = pts.max(axis=0) - lo
-    span[span == 0] = 1.0
-    levels = float(2**bits - 1)
-    q = np.floor((pts - lo) / span * levels).astype(np.uint64)
-    key = np.zeros(n, dtype=np.uint64)
-    for b in range(bits):
-        for k in range(d):
-            bit = (q[:, k] >> np.uint64(b)) & np.uint64(1)
-            key |= bit << np.uint64(b * d + k)
-    return np.argsort(key, kind="stable")
 
 
 def jittered_grid(n: int, dim: int, rng: np.random.Generator) -> np.ndarray:
