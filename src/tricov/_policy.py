@@ -17,15 +17,26 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["OPERATIONS", "LeafSizes", "cache_dir", "leaf_sizes", "set_leaf_size", "store_tuned"]
+__all__ = ["CROSSOVERS", "OPERATIONS", "LeafSizes", "cache_dir", "leaf_sizes", "set_leaf_size",
+           "store_tuned"]
 
 #: Operations that have a leaf size.
 OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
+#: Settings beyond leaf sizes: the number of right-hand sides from which TRSM/TRMM hand the
+#: whole call to the native routine (which is already GEMM-bound for wide B).
+CROSSOVERS = ("trsm_rhs", "trmm_rhs")
+
+_NEVER = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
 class LeafSizes:
-    """Leaf size of each recursion (the recursion stops when its block is at most this)."""
+    """Where each recursion stops.
+
+    A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
+    stop (at the top, calling the native routine on the whole problem) when B has at least
+    ``trsm_rhs`` / ``trmm_rhs`` right-hand sides.
+    """
 
     trsm: int = 128
     trmm: int = 128
@@ -33,6 +44,8 @@ class LeafSizes:
     potrf: int = 128
     trtri: int = 128
     lauum: int = 128
+    trsm_rhs: int = _NEVER
+    trmm_rhs: int = _NEVER
 
 
 # Measured defaults. GPU: the float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100
@@ -113,8 +126,8 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         with _lock:
             _overrides.pop(key, None)
         return
-    if op not in OPERATIONS:
-        raise ValueError(f"op must be one of {OPERATIONS}, got {op!r}")
+    if op not in OPERATIONS + CROSSOVERS:
+        raise ValueError(f"op must be one of {OPERATIONS + CROSSOVERS}, got {op!r}")
     if int(size) < 1:
         raise ValueError(f"size must be at least 1, got {size}")
     current = leaf_sizes(backend, dtype)

@@ -2,10 +2,11 @@
 
 Each recursion splits the rows of its output at the largest power of two below their count
 (``n = n1 + n2``), so that the GEMM in the middle gets large, well-aligned operands, and stops
-at the leaf size, where the executor's native routine takes over. The triangle ``A`` is a
-logical view; ``lower`` says which triangle of that view is referenced. Upper triangles (and,
-through the variant identities, transposed and right-side operations) run the backward
-recursion; lower ones the forward recursion. These two shapes cover all eight BLAS variants.
+at the leaf size, where the executor's native routine takes over (TRSM/TRMM hand over at once
+when B is wide enough that the native routine is already GEMM-bound: ``LeafSizes.trsm_rhs``).
+The triangle ``A`` is a logical view; ``lower`` says which triangle of that view is referenced.
+Upper triangles (and, through the variant identities, transposed and right-side operations) run
+the backward recursion; lower ones the forward recursion. These two shapes cover all eight BLAS variants.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
     Backward (A upper): the same from the bottom block up.
     """
     m = b.rows
-    if m <= nb.trsm:
+    if m <= nb.trsm or b.cols >= nb.trsm_rhs:
         ex.trsm(lower, unit, alpha, a, b)
         return
     k = split(m)
@@ -64,7 +65,7 @@ def trmm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
     Upper A: ``B1 <- alpha A11 B1 + alpha A12 B2`` first, then ``B2``.
     """
     m = b.rows
-    if m <= nb.trmm:
+    if m <= nb.trmm or b.cols >= nb.trmm_rhs:
         ex.trmm(lower, unit, alpha, a, b)
         return
     k = split(m)
