@@ -6,7 +6,8 @@ at the leaf size, where the executor's native routine takes over (TRSM/TRMM hand
 when B is wide enough that the native routine is already GEMM-bound: ``LeafSizes.trsm_rhs``).
 The triangle ``A`` is a logical view; ``lower`` says which triangle of that view is referenced.
 Upper triangles (and, through the variant identities, transposed and right-side operations) run
-the backward recursion; lower ones the forward recursion. These two shapes cover all eight BLAS variants.
+the backward recursion; lower ones the forward recursion. These two shapes cover all eight
+BLAS variants.
 """
 
 from __future__ import annotations
