@@ -7,6 +7,8 @@ STAMP  := $(VENV)/.installed-stamp
 TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 
 .PHONY: demo test gpu-test lint bench clean
+# The GPU machine has CuPy, PyTorch and the test tools already; it runs from the source tree.
+GPU_PY ?= python3
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +21,19 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --durations=15
+
+# On a machine with an NVIDIA GPU: the GPU test suite, then the GPU benchmark (peers: cuBLAS,
+# cuSOLVER by pointer and PyTorch), its table on stdout and in benchmarks/gpu_dense.json.
+gpu-test:
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m pytest -q -m gpu -n 4 -p no:cacheprovider tests
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_dense.py --quick \
+		--json benchmarks/gpu_dense.json
+
+# The CPU benchmarks of the README (a quiet machine, please): tables, CSV and plots.
+bench: $(STAMP)
+	$(BIN)/tricov bench trsm trmm --csv benchmarks/cpu_trxm.csv --plot benchmarks/cpu_trxm.png
+	$(BIN)/tricov bench potrf potri poti --csv benchmarks/cpu_chol.csv \
+		--plot benchmarks/cpu_chol.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
