@@ -11,6 +11,7 @@ array([[1.],
        [1.]])
 """
 
+from . import batched
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
 from ._plans import cuda_graphs_enabled, set_cuda_graphs
 from ._policy import leaf_sizes, set_leaf_size
@@ -32,6 +33,7 @@ def __getattr__(name: str):
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularMatrixError",
+    "batched",
     "cuda_graphs_enabled",
     "lauum",
     "leaf_sizes",

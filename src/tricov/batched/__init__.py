@@ -1,0 +1,20 @@
+"""Batched triangular BLAS and LAPACK for very many small matrices.
+
+The functions of :mod:`tricov.dense`, with the same options, dtypes and in-place semantics,
+over a batch given either as a *stack* (an array of shape ``(..., n, n)``, any leading batch
+dimensions, each matrix C- or F-ordered inside, used in place) or as a *list* of 2-D arrays
+whose sizes may differ. A failing member (POTRF, POSV, POTI: not positive definite; TRTRI,
+POTRI: a zero diagonal element) never changes the others; ``check=False`` returns the
+LAPACK ``info`` of every member instead of raising.
+
+>>> import numpy as np, tricov as tc
+>>> A = np.array([[[4.0, 2.0], [2.0, 5.0]], [[9.0, 3.0], [3.0, 5.0]]])
+>>> tc.batched.potrf(A)[:, 1, 1]
+array([2., 2.])
+
+Timing functions for benchmarks are in :mod:`tricov.batched.bench`.
+"""
+
+from ._api import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trtri
+
+__all__ = ["lauum", "posv", "poti", "potri", "potrf", "potrs", "syrk", "trmm", "trsm", "trtri"]

@@ -1,0 +1,249 @@
+"""The CPU engine of the batched operations: SIMD lane kernels for small matrices, and the
+recursions over a per-member BLAS executor for larger ones.
+
+Each method receives canonical logical views (see :mod:`tricov.batched._api`): a triangle
+that is lower or upper, a lower factor, a lower triangle of C, operands that may be
+transposed or conjugated views of memory, and the addresses of the members of each operand
+(:class:`~tricov.batched._operands.Group`). Which path runs is decided per call:
+
+* order ``n`` at most :data:`SMALL_MAX` (and a scratch that fits :data:`SCRATCH_BYTES`): the
+  lane kernels of :mod:`tricov.kernels.numba.small`, one canonical variant per operation,
+  every other variant reached through the pack descriptors below, POSV/POTRI/POTI fused;
+* larger: :class:`~tricov.backends.batched_cpu.BatchedCPUExecutor` under the recursions of
+  :mod:`tricov.recursive` (the same code as the dense path), each primitive one parallel loop
+  over the members calling SciPy's BLAS/LAPACK, each member in cache for its whole call. With
+  the default leaf size (``leaf_sizes('batched_cpu', dtype)``, 128) a member of order up to
+  128 is one native call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numba
+import numpy as np
+
+from .. import _options as opt
+from .. import recursive
+from .._policy import leaf_sizes
+from .._views import Mat
+from ..backends.base import herk_ops_ok, trxm_ops_ok
+from ..backends.batched_cpu import BatchedCPUExecutor
+from ..kernels.numba import members, small
+from ._operands import Group, slot_of
+
+__all__ = ["SCRATCH_BYTES", "SMALL_MAX", "CPUEngine"]
+
+#: Largest order run by the lane kernels, per real type of the dtype.
+SMALL_MAX = {np.dtype(np.float32): 48, np.dtype(np.float64): 48}
+#: Largest scratch of the lane kernels per thread (bytes), beyond which the executor runs.
+SCRATCH_BYTES = 1 << 20
+
+
+@contextlib.contextmanager
+def _one_blas_thread(threads: int) -> Iterator[None]:
+    """Keep BLAS single-threaded inside the parallel member loops."""
+    if threads <= 1:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+class CPUEngine:
+    """Batched operations on the members of one group, on the CPU.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    group : Group
+    """
+
+    def __init__(self, dtype: np.dtype, group: Group) -> None:
+        self.dtype = np.dtype(dtype)
+        self.complex = self.dtype.kind == "c"
+        self.group = group
+        self.zero = self.dtype.type(0)
+        self.threads = numba.get_num_threads()
+        real = np.dtype(self.dtype.char.lower()) if self.complex else self.dtype
+        self._small_max = SMALL_MAX[real]
+        self._lanes = small.lanes_for(self.dtype)
+
+    # ------------------------------------------------------------------ helpers
+    def _small(self, n: int, m: int = 0) -> bool:
+        scratch = (n * n + n * m) * self._lanes * self.dtype.itemsize
+        return n <= self._small_max and scratch <= SCRATCH_BYTES
+
+    def _addrs(self, view: Mat) -> np.ndarray:
+        slot, offset = slot_of(view)
+        return self.group.ptrs[slot] + offset if offset else self.group.ptrs[slot]
+
+    def _desc(self, view: Mat, rev: bool) -> tuple:
+        """Pack descriptor of a canonical view: addresses, ld, transposed, reversed, conj."""
+        return (self._addrs(view), view.ld, view.t, rev, self.complex and opt.has_c(view.op))
+
+    def _run(self, op: int, t: Mat, *, r: Mat | None = None, n: int, m: int = 0,
+             rev: bool = False, unit: bool = False, alpha: complex = 1.0,
+             beta: float = 0.0) -> np.ndarray:
+        info = np.zeros(self.group.size, np.int64)
+        tdesc = self._desc(t, rev)
+        rdesc = self._desc(r, rev) if r is not None else (tdesc[0], 1, False, False, False)
+        small.run(op, self.zero, n, m, unit, self.dtype.type(alpha), float(beta), *tdesc,
+                  *rdesc, info, self.threads)
+        return info
+
+    def _executor(self) -> BatchedCPUExecutor:
+        return BatchedCPUExecutor(self.dtype, self.group.ptrs, self.threads)
+
+    def _nb(self):
+        return leaf_sizes("batched_cpu", self.dtype)
+
+    def _conj(self, ex: BatchedCPUExecutor, view: Mat) -> None:
+        """Conjugate every active member's memory block of ``view`` in place."""
+        members.conj_members(self._addrs(view), ex.active, view.mrows, view.mcols, view.ld,
+                             self.zero, self.threads)
+
+    def _trxm(self, ex: BatchedCPUExecutor, rec, tri: Mat, lower: bool, unit: bool,
+              alpha: complex, b: Mat) -> None:
+        """A triangular recursion; B conjugated around it where BLAS cannot express the op."""
+        flip = not trxm_ops_ok(tri, b, self.complex)
+        if flip:
+            self._conj(ex, b)
+            b = b.conj
+        try:
+            rec(ex, self._nb(), lower, unit, alpha, tri, b)
+        finally:
+            if flip:
+                self._conj(ex, b)
+
+    def _zero_pivots(self, a: Mat, ex: BatchedCPUExecutor) -> None:
+        """Members with an exactly zero diagonal element: info set, left out from now on."""
+        info = np.zeros(self.group.size, np.int64)
+        members.zero_pivots(self._addrs(a), a.rows, (a.ld + 1) * self.dtype.itemsize,
+                            self.zero, info, self.threads)
+        failed = np.flatnonzero(info)
+        ex.info[failed] = info[failed]
+        ex.active[failed] = 0
+
+    # --------------------------------------------------------------- operations
+    def trsm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None:
+        """Solve ``tri X = alpha B`` for every member, X over B (tri lower or upper)."""
+        n, m = b.rows, b.cols
+        if self._small(n, m):
+            self._run(small.TRSM, tri, r=b, n=n, m=m, rev=not lower, unit=unit, alpha=alpha)
+            return
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            self._trxm(ex, recursive.trsm, tri, lower, unit, alpha, b)
+
+    def trmm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None:
+        """``B <- alpha tri B`` for every member."""
+        n, m = b.rows, b.cols
+        if self._small(n, m):
+            self._run(small.TRMM, tri, r=b, n=n, m=m, rev=not lower, unit=unit, alpha=alpha)
+            return
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            self._trxm(ex, recursive.trmm, tri, lower, unit, alpha, b)
+
+    def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
+        """Lower triangle of ``C <- alpha A A^H + beta C`` for every member."""
+        n, k = c.rows, a.cols
+        if self._small(n, k):
+            self._run(small.HERK, c, r=a, n=n, m=k, alpha=alpha, beta=beta)
+            return
+        ex = self._executor()
+        flip = not herk_ops_ok(a, c, self.complex)
+        with _one_blas_thread(self.threads):
+            if flip:
+                self._conj(ex, c)
+                c = c.conj
+            try:
+                recursive.herk(ex, self._nb(), alpha, a, beta, c)
+            finally:
+                if flip:
+                    self._conj(ex, c)
+
+    def potrf(self, a: Mat) -> np.ndarray:
+        """Lower Cholesky factor of every member in place; per-member info."""
+        n = a.rows
+        if self._small(n):
+            return self._run(small.POTRF, a, n=n)
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            recursive.potrf(ex, self._nb(), a)
+        return ex.info
+
+    def trtri(self, a: Mat, unit: bool) -> np.ndarray:
+        """Inverse of every member's lower triangle; members with a zero pivot unchanged."""
+        n = a.rows
+        if self._small(n):
+            return self._run(small.TRTRI, a, n=n, unit=unit)
+        ex = self._executor()
+        if not unit:
+            self._zero_pivots(a, ex)
+        with _one_blas_thread(self.threads):
+            recursive.trtri(ex, self._nb(), unit, a)
+        return ex.info
+
+    def lauum(self, a: Mat) -> None:
+        """``L^H L`` into every member's lower triangle."""
+        n = a.rows
+        if self._small(n):
+            self._run(small.LAUUM, a, n=n)
+            return
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            recursive.lauum(ex, self._nb(), a)
+
+    def potri(self, a: Mat) -> np.ndarray:
+        """Inverse from the lower Cholesky factor (TRTRI then LAUUM), fused where small."""
+        n = a.rows
+        if self._small(n):
+            return self._run(small.POTRI, a, n=n)
+        ex = self._executor()
+        self._zero_pivots(a, ex)
+        with _one_blas_thread(self.threads):
+            recursive.trtri(ex, self._nb(), False, a)
+            recursive.lauum(ex, self._nb(), a)
+        return ex.info
+
+    def poti(self, a: Mat) -> np.ndarray:
+        """Inverse of SPD members (POTRF, TRTRI, LAUUM), fused where small."""
+        n = a.rows
+        if self._small(n):
+            return self._run(small.POTI, a, n=n)
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            recursive.potrf(ex, self._nb(), a)
+            recursive.trtri(ex, self._nb(), False, a)
+            recursive.lauum(ex, self._nb(), a)
+        return ex.info
+
+    def _solves(self, ex: BatchedCPUExecutor, lv: Mat, b: Mat) -> None:
+        self._trxm(ex, recursive.trsm, lv, True, False, 1.0, b)
+        self._trxm(ex, recursive.trsm, lv.H, False, False, 1.0, b)
+
+    def potrs(self, lv: Mat, b: Mat) -> None:
+        """Solve ``L L^H X = B`` for every member, X over B."""
+        n, m = b.rows, b.cols
+        if self._small(n, m):
+            self._run(small.POTRS, lv, r=b, n=n, m=m)
+            return
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            self._solves(ex, lv, b)
+
+    def posv(self, a: Mat, b: Mat) -> np.ndarray:
+        """Factor and solve, fused where small; failing members keep B unchanged."""
+        n, m = b.rows, b.cols
+        if self._small(n, m):
+            return self._run(small.POSV, a, r=b, n=n, m=m)
+        ex = self._executor()
+        with _one_blas_thread(self.threads):
+            recursive.potrf(ex, self._nb(), a)
+            self._solves(ex, a, b)
+        return ex.info

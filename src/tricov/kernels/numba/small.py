@@ -1,0 +1,555 @@
+"""Batched kernels for small matrices: ``W`` batch members at a time, side by side in SIMD lanes.
+
+Every operation is computed in one canonical variant only, on column-major scratch copies:
+
+=========  ==========================================================================
+``TRSM``   solve ``L X = B`` (``L`` lower ``n x n``, ``B`` ``n x m``), X over B
+``TRMM``   ``B <- L B``
+``HERK``   lower triangle of ``C <- alpha A A^H + beta C`` (``C`` ``n x n``, ``A`` ``n x m``)
+``POTRF``  ``C = L L^H`` in the lower triangle
+``TRTRI``  ``L <- L^-1``;  ``LAUUM``: ``L <- L^H L``
+fused      ``POTRI`` (TRTRI, LAUUM), ``POTI`` (POTRF, TRTRI, LAUUM), ``POTRS`` (two solves),
+           ``POSV`` (POTRF and the two solves), each in one pass over a member's data
+=========  ==========================================================================
+
+Every other variant is reached by *how* the operands are copied in and out (the "pack"): a
+member's element ``(i, j)`` of the canonical operand is read at ``base + origin + i*si + j*sj``
+bytes and conjugated if asked, so transposes (C order, ``trans``, right side, ``uplo='U'``),
+conjugates and the row/column reversal that turns an upper triangle into a lower one cost
+nothing. The front end derives those descriptors from the variant identities of
+:mod:`tricov._options`.
+
+The scratch holds ``W`` members (16 float32 or 8 float64, 64 bytes per element; complex in split
+real/imaginary planes, see :mod:`.lanes`) and every arithmetic operation is one SIMD
+instruction over them, so the serial dependency chains of tiny factorizations (square roots,
+divisions) are amortised over ``W`` members. The batch is split into one contiguous range per
+Numba thread (``numba.get_num_threads()``), each with its own scratch.
+
+Failures are per member: POTRF records the first non-positive pivot of each member (LAPACK's
+``info``) and keeps going, so one failing member never changes the others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .lanes import (
+    eadd,
+    econj,
+    efill,
+    efma,
+    efmac,
+    efmca,
+    efnma,
+    efnmac,
+    efromre,
+    eload,
+    emul,
+    emulre,
+    ere,
+    erecip,
+    estore,
+    ewidth,
+    itemsize,
+    lane_get,
+    nlanes,
+    scratch,
+)
+from .simd import lanes, tload, tstore, vdiv, vfill, vsqrt
+
+__all__ = ["HERK", "LAUUM", "OPS", "POSV", "POTI", "POTRF", "POTRI", "POTRS", "TRMM", "TRSM",
+           "TRTRI", "lanes_for", "run"]
+
+TRSM, TRMM, HERK, POTRF, TRTRI, LAUUM, POTRI, POTI, POTRS, POSV = range(10)
+#: Operation codes by name.
+OPS = {"trsm": TRSM, "trmm": TRMM, "herk": HERK, "potrf": POTRF, "trtri": TRTRI,
+       "lauum": LAUUM, "potri": POTRI, "poti": POTI, "potrs": POTRS, "posv": POSV}
+
+_FAST = {"contract"}
+
+
+def lanes_for(dtype: np.dtype) -> int:
+    """Members processed side by side for a member dtype."""
+    dtype = np.dtype(dtype)
+    return lanes(np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype)
+
+
+# ----------------------------------------------------------------------------- kernels
+# Each works on the scratch ``s``: the square operand T (n x n) at 0, stored by rows (element
+# (i, j) at ``(i*n + j) * ew``), and the rectangular R (n x m) at ``ro``, stored by columns
+# (element (i, j) at ``ro + (i + j*n) * ew``) except for HERK, which reads R by rows. So the
+# inner loops of the dot products below walk contiguous memory. Loops are blocked by four
+# rows or columns where that gives four independent accumulator chains.
+
+@njit(cache=True, fastmath=_FAST)
+def _potrf(s, n, z, info):
+    """Left-looking Cholesky of the lower triangle of T; ``info`` per lane (0 = success)."""
+    ew = ewidth(z)
+    for j in range(n):
+        rj = j * n * ew
+        ojj = rj + j * ew
+        d = eload(s, ojj, z)
+        for k in range(j):
+            x = eload(s, rj + k * ew, z)
+            d = efnmac(x, x, d)
+        estore(s, ojj, d)
+        for lane in range(nlanes(z)):
+            if not s[ojj + lane] > 0 and info[lane] == 0:
+                info[lane] = j + 1
+        root = vsqrt(ere(d))
+        estore(s, ojj, efromre(root, z))
+        inv = vdiv(vfill(s, 1.0), root)
+        i = j + 1
+        while i + 3 < n:
+            r0, r1, r2, r3 = i * n * ew, (i + 1) * n * ew, (i + 2) * n * ew, (i + 3) * n * ew
+            a0 = eload(s, r0 + j * ew, z)
+            a1 = eload(s, r1 + j * ew, z)
+            a2 = eload(s, r2 + j * ew, z)
+            a3 = eload(s, r3 + j * ew, z)
+            for k in range(j):
+                b = eload(s, rj + k * ew, z)
+                a0 = efnmac(eload(s, r0 + k * ew, z), b, a0)
+                a1 = efnmac(eload(s, r1 + k * ew, z), b, a1)
+                a2 = efnmac(eload(s, r2 + k * ew, z), b, a2)
+                a3 = efnmac(eload(s, r3 + k * ew, z), b, a3)
+            estore(s, r0 + j * ew, emulre(a0, inv))
+            estore(s, r1 + j * ew, emulre(a1, inv))
+            estore(s, r2 + j * ew, emulre(a2, inv))
+            estore(s, r3 + j * ew, emulre(a3, inv))
+            i += 4
+        while i < n:
+            ri = i * n * ew
+            a = eload(s, ri + j * ew, z)
+            for k in range(j):
+                a = efnmac(eload(s, ri + k * ew, z), eload(s, rj + k * ew, z), a)
+            estore(s, ri + j * ew, emulre(a, inv))
+            i += 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _solve_rows(s, n, m, ro, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
+    """``R[i, c] <- (R[i, c] - sum_k op(T_ik) R[k, c]) * r`` for every column c, k in [k0, k1).
+
+    ``T_ik`` is read at ``tbase + k * tstep`` (a row or a column of T), conjugated if
+    ``conj_t``; ``scale`` says whether to multiply by ``r`` (else the unit diagonal).
+    """
+    ew = ewidth(z)
+    cs = n * ew
+    c = 0
+    while c + 3 < m:
+        o = ro + (i + c * n) * ew
+        a0 = eload(s, o, z)
+        a1 = eload(s, o + cs, z)
+        a2 = eload(s, o + 2 * cs, z)
+        a3 = eload(s, o + 3 * cs, z)
+        for k in range(k0, k1):
+            t = eload(s, tbase + k * tstep, z)
+            if conj_t:
+                t = econj(t)
+            x = ro + (k + c * n) * ew
+            a0 = efnma(t, eload(s, x, z), a0)
+            a1 = efnma(t, eload(s, x + cs, z), a1)
+            a2 = efnma(t, eload(s, x + 2 * cs, z), a2)
+            a3 = efnma(t, eload(s, x + 3 * cs, z), a3)
+        if scale:
+            a0, a1, a2, a3 = emul(a0, r), emul(a1, r), emul(a2, r), emul(a3, r)
+        estore(s, o, a0)
+        estore(s, o + cs, a1)
+        estore(s, o + 2 * cs, a2)
+        estore(s, o + 3 * cs, a3)
+        c += 4
+    while c < m:
+        o = ro + (i + c * n) * ew
+        a = eload(s, o, z)
+        for k in range(k0, k1):
+            t = eload(s, tbase + k * tstep, z)
+            if conj_t:
+                t = econj(t)
+            a = efnma(t, eload(s, ro + (k + c * n) * ew, z), a)
+        if scale:
+            a = emul(a, r)
+        estore(s, o, a)
+        c += 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _trsm(s, n, m, ro, unit, z):
+    """Forward substitution ``L X = R`` in place of R (``unit``: L has a unit diagonal)."""
+    ew = ewidth(z)
+    for i in range(n):
+        r = erecip(eload(s, (i * n + i) * ew, z))
+        _solve_rows(s, n, m, ro, i, 0, i, ew, i * n * ew, r, not unit, False, z)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _trsm_lh(s, n, m, ro, z):
+    """Backward substitution ``L^H X = R`` in place of R (L lower, non-unit)."""
+    ew = ewidth(z)
+    for i in range(n - 1, -1, -1):
+        r = econj(erecip(eload(s, (i * n + i) * ew, z)))
+        _solve_rows(s, n, m, ro, i, i + 1, n, n * ew, i * ew, r, True, True, z)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _trmm(s, n, m, ro, unit, z):
+    """``R <- L R`` in place, bottom row first (row i reads only the rows above it)."""
+    ew = ewidth(z)
+    cs = n * ew
+    for i in range(n - 1, -1, -1):
+        ri = i * n * ew
+        d = eload(s, ri + i * ew, z)
+        c = 0
+        while c + 3 < m:
+            o = ro + (i + c * n) * ew
+            a0 = eload(s, o, z)
+            a1 = eload(s, o + cs, z)
+            a2 = eload(s, o + 2 * cs, z)
+            a3 = eload(s, o + 3 * cs, z)
+            if not unit:
+                a0, a1, a2, a3 = emul(d, a0), emul(d, a1), emul(d, a2), emul(d, a3)
+            for k in range(i):
+                t = eload(s, ri + k * ew, z)
+                x = ro + (k + c * n) * ew
+                a0 = efma(t, eload(s, x, z), a0)
+                a1 = efma(t, eload(s, x + cs, z), a1)
+                a2 = efma(t, eload(s, x + 2 * cs, z), a2)
+                a3 = efma(t, eload(s, x + 3 * cs, z), a3)
+            estore(s, o, a0)
+            estore(s, o + cs, a1)
+            estore(s, o + 2 * cs, a2)
+            estore(s, o + 3 * cs, a3)
+            c += 4
+        while c < m:
+            o = ro + (i + c * n) * ew
+            a = eload(s, o, z)
+            if not unit:
+                a = emul(d, a)
+            for k in range(i):
+                a = efma(eload(s, ri + k * ew, z), eload(s, ro + (k + c * n) * ew, z), a)
+            estore(s, o, a)
+            c += 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _herk(s, n, m, ro, alpha, beta, z):
+    """Lower triangle of ``T <- alpha R R^H + beta T`` (R by rows); T unread when ``beta == 0``."""
+    ew = ewidth(z)
+    va, vb = vfill(s, alpha), vfill(s, beta)
+    zero = efromre(vfill(s, 0.0), z)
+    for j in range(n):
+        rj = ro + j * m * ew
+        i = j
+        while i + 3 < n:
+            r0 = ro + i * m * ew
+            r1, r2, r3 = r0 + m * ew, r0 + 2 * m * ew, r0 + 3 * m * ew
+            a0 = a1 = a2 = a3 = zero
+            for p in range(m):
+                b = eload(s, rj + p * ew, z)
+                a0 = efmac(eload(s, r0 + p * ew, z), b, a0)
+                a1 = efmac(eload(s, r1 + p * ew, z), b, a1)
+                a2 = efmac(eload(s, r2 + p * ew, z), b, a2)
+                a3 = efmac(eload(s, r3 + p * ew, z), b, a3)
+            _herk_store(s, (i * n + j) * ew, a0, va, vb, beta, i == j, z)
+            _herk_store(s, ((i + 1) * n + j) * ew, a1, va, vb, beta, False, z)
+            _herk_store(s, ((i + 2) * n + j) * ew, a2, va, vb, beta, False, z)
+            _herk_store(s, ((i + 3) * n + j) * ew, a3, va, vb, beta, False, z)
+            i += 4
+        while i < n:
+            ri = ro + i * m * ew
+            a = zero
+            for p in range(m):
+                a = efmac(eload(s, ri + p * ew, z), eload(s, rj + p * ew, z), a)
+            _herk_store(s, (i * n + j) * ew, a, va, vb, beta, i == j, z)
+            i += 1
+
+
+@njit(cache=True, fastmath=_FAST)
+def _herk_store(s, o, acc, va, vb, beta, diag, z):
+    """``T[o] <- alpha acc + beta T[o]`` (T unread when ``beta == 0``; real on the diagonal)."""
+    acc = emulre(acc, va)
+    if beta != 0:
+        acc = eadd(emulre(eload(s, o, z), vb), acc)
+    if diag:
+        acc = efromre(ere(acc), z)
+    estore(s, o, acc)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _trtri(s, n, unit, z):
+    """``L <- L^-1`` in place, columns right to left (LAPACK's TRTI2 order)."""
+    ew = ewidth(z)
+    minus = efromre(vfill(s, -1.0), z)
+    for j in range(n - 1, -1, -1):
+        ojj = (j * n + j) * ew
+        ajj = minus
+        if not unit:
+            inv = erecip(eload(s, ojj, z))
+            estore(s, ojj, inv)
+            ajj = emul(inv, minus)
+        # column j below the diagonal <- X22 A[j+1:, j] * ajj, X22 the inverse found so far;
+        # bottom-up, so that row i still reads the old values of the rows above it
+        for i in range(n - 1, j, -1):
+            ri = i * n * ew
+            acc = eload(s, ri + j * ew, z)
+            if not unit:
+                acc = emul(eload(s, ri + i * ew, z), acc)
+            for k in range(j + 1, i):
+                acc = efma(eload(s, ri + k * ew, z), eload(s, (k * n + j) * ew, z), acc)
+            estore(s, ri + j * ew, emul(acc, ajj))
+
+
+@njit(cache=True, fastmath=_FAST)
+def _lauum(s, n, z):
+    """``L <- L^H L`` in the lower triangle, rows top-down (row i reads only rows below it)."""
+    ew = ewidth(z)
+    zero = efromre(vfill(s, 0.0), z)
+    for i in range(n):
+        for j in range(i + 1):
+            acc = zero
+            for k in range(i, n):
+                acc = efmca(eload(s, (k * n + i) * ew, z), eload(s, (k * n + j) * ew, z), acc)
+            if i == j:
+                acc = efromre(ere(acc), z)
+            estore(s, (i * n + j) * ew, acc)
+
+
+# ------------------------------------------------------------------------ pack / unpack
+# A canonical operand with ``rows`` rows (square for T) maps to member memory as follows: its
+# element (i, j), after reversing i (and j) if ``rev``, is memory element (i, j), or (j, i) if
+# ``tr``; memory is column-major with leading dimension ``ld`` (elements). Memory is walked in
+# blocks of W reals, each moved between W members and the scratch by one register transpose.
+
+@njit(cache=True)
+def _canon(r, c, rows, cols, tr, rev_i, rev_j):
+    """Canonical (i, j) of memory element (r, c)."""
+    i, j = (c, r) if tr else (r, c)
+    if rev_i:
+        i = rows - 1 - i
+    if rev_j:
+        j = cols - 1 - j
+    return i, j
+
+
+@njit(cache=True)
+def _rows_of(c, mrows, tri, strict, tr, rev):
+    """Rows ``[lo, hi)`` of memory column ``c`` that hold the operand's region.
+
+    For a triangle, canonical ``i >= j`` (``>`` if ``strict``) is memory ``r >= c`` when the
+    memory is neither transposed nor reversed, and ``r <= c`` when exactly one of them holds.
+    """
+    if not tri:
+        return 0, mrows
+    gap = 1 if strict else 0
+    if tr == rev:
+        return c + gap, mrows
+    return 0, max(0, c + 1 - gap)
+
+
+@njit(cache=True)
+def _place(r, c, rows, cols, byrows, tr, rev_i, rev_j):
+    """Scratch index (in elements) of memory element (r, c), and its step as r grows by one."""
+    i, j = _canon(r, c, rows, cols, tr, rev_i, rev_j)
+    lead = i * cols + j if byrows else i + j * rows
+    if tr:  # r moves along j
+        step = 1 if byrows else rows
+        return lead, -step if rev_j else step
+    step = cols if byrows else 1
+    return lead, -step if rev_i else step
+
+
+@njit(cache=True, fastmath=_FAST)
+def _pack(s, dst, stage, rows, cols, byrows, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j,
+          conj, scale, scaled, z):
+    """Copy members ``b0 .. b0+nl-1`` into the lanes (idle lanes get zeros).
+
+    The canonical ``rows x cols`` operand goes to ``s[dst:]``, stored by rows if ``byrows``
+    else by columns; ``tri``: only its lower triangle (``strict``: without the diagonal).
+    Member memory is walked column by column, in blocks of W reals moved by one register
+    transpose each; only the rows of a column that hold the region are read.
+    """
+    ew = ewidth(z)
+    epr = ew // nlanes(z)              # reals per element
+    per = nlanes(z) // epr             # elements per block
+    isz = itemsize(z)
+    mrows, mcols = (cols, rows) if tr else (rows, cols)
+    factor = efill(s, scale)
+    for c in range(mcols):
+        lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
+        if lo >= hi:
+            continue
+        at, step = _place(lo, c, rows, cols, byrows, tr, rev_i, rev_j)
+        for e0 in range(lo, hi, per):
+            cnt = min(per, hi - e0)
+            tload(s, stage, addrs, b0, nl, (c * ld + e0) * isz, cnt * epr)
+            for u in range(cnt):
+                v = eload(s, stage + u * ew, z)
+                if conj:
+                    v = econj(v)
+                if scaled:
+                    v = emul(v, factor)
+                estore(s, dst + at * ew, v)
+                at += step
+
+
+@njit(cache=True, fastmath=_FAST)
+def _unpack(s, src, stage, rows, cols, byrows, tri, strict, addrs, b0, lanes, ld, tr, rev_i,
+            rev_j, conj, z):
+    """Copy the lanes set in the bit mask ``lanes`` back to their members (region only)."""
+    ew = ewidth(z)
+    epr = ew // nlanes(z)
+    per = nlanes(z) // epr
+    isz = itemsize(z)
+    mrows, mcols = (cols, rows) if tr else (rows, cols)
+    for c in range(mcols):
+        lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
+        if lo >= hi:
+            continue
+        at, step = _place(lo, c, rows, cols, byrows, tr, rev_i, rev_j)
+        for e0 in range(lo, hi, per):
+            cnt = min(per, hi - e0)
+            for u in range(cnt):
+                v = eload(s, src + at * ew, z)
+                if conj:
+                    v = econj(v)
+                estore(s, stage + u * ew, v)
+                at += step
+            tstore(s, stage, addrs, b0, lanes, (c * ld + e0) * isz, (1 << (cnt * epr)) - 1)
+
+
+@njit(cache=True)
+def _zero_pivot(s, n, lane, z):
+    """1-based index of the first exactly zero diagonal element of lane ``lane``, else 0."""
+    ew = ewidth(z)
+    for j in range(n):
+        if lane_get(s, (j * n + j) * ew, lane, z) == 0:
+            return j + 1
+    return 0
+
+
+# ------------------------------------------------------------------------------ driver
+@njit(cache=True)
+def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev, rc,
+           info, b0, nl, s, linfo):
+    """Pack, compute and unpack the members ``b0 .. b0+nl-1``."""
+    w = nlanes(z)
+    ew = ewidth(z)
+    ro = n * n * ew
+    stage = ro + n * m * ew
+    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
+    tri_unit = unit and op in (TRSM, TRMM, TRTRI)
+    for lane in range(w):
+        linfo[lane] = 0
+    if op != HERK or beta != 0:
+        _pack(s, 0, stage, n, n, True, True, tri_unit, tp, b0, nl, tld, ttr, trev, trev, tc,
+              z, False, z)
+    if tri_unit:
+        one = efromre(vfill(s, 1.0), z)
+        for j in range(n):
+            estore(s, (j * n + j) * ew, one)
+    if has_r:
+        _pack(s, ro, stage, n, m, op == HERK, False, False, rp, b0, nl, rld, rtr, rrev, False,
+              rc, alpha, op in (TRSM, TRMM) and alpha != 1, z)
+    if (op == TRTRI and not unit) or op == POTRI:
+        for lane in range(nl):
+            linfo[lane] = _zero_pivot(s, n, lane, z)
+    if op == TRSM:
+        _trsm(s, n, m, ro, unit, z)
+    elif op == TRMM:
+        _trmm(s, n, m, ro, unit, z)
+    elif op == HERK:
+        _herk(s, n, m, ro, alpha.real, beta, z)
+    elif op == TRTRI:
+        _trtri(s, n, unit, z)
+    elif op == LAUUM:
+        _lauum(s, n, z)
+    elif op == POTRI:
+        _trtri(s, n, False, z)
+        _lauum(s, n, z)
+    else:  # POTRF, POTI, POTRS, POSV
+        if op != POTRS:
+            _potrf(s, n, z, linfo)
+        if op == POTI:
+            failed = _lane_bits(linfo, nl, True)
+            if failed:  # failing members keep the partial factorization
+                _unpack(s, 0, stage, n, n, True, True, False, tp, b0, failed, tld, ttr, trev,
+                        trev, tc, z)
+            _trtri(s, n, False, z)
+            _lauum(s, n, z)
+        elif op != POTRF:
+            _trsm(s, n, m, ro, False, z)
+            _trsm_lh(s, n, m, ro, z)
+    good = _lane_bits(linfo, nl, False)
+    for lane in range(nl):
+        info[b0 + lane] = linfo[lane]
+    if op in (HERK, POTRF, LAUUM, POSV):
+        t_lanes = _lane_bits(linfo, nl, False) | _lane_bits(linfo, nl, True)
+    else:
+        t_lanes = good
+    if op in (HERK, POTRF, TRTRI, LAUUM, POTRI, POTI, POSV) and t_lanes:
+        _unpack(s, 0, stage, n, n, True, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev,
+                tc, z)
+    if op in (TRSM, TRMM, POTRS, POSV) and good:
+        _unpack(s, ro, stage, n, m, False, False, False, rp, b0, good, rld, rtr, rrev, False,
+                rc, z)
+
+
+@njit(cache=True)
+def _lane_bits(linfo, nl, failed):
+    """Bit mask of the lanes below ``nl`` whose info is nonzero (``failed``) or zero."""
+    bits = 0
+    for lane in range(nl):
+        if (linfo[lane] != 0) == failed:
+            bits |= 1 << lane
+    return bits
+
+
+@njit(cache=True, parallel=True)
+def run(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev, rc, info,
+        threads):
+    """Run operation ``op`` on every member of a batch, in parallel over the batch.
+
+    Parameters
+    ----------
+    op : int
+        One of the codes of :data:`OPS`.
+    z : scalar
+        Zero of the member dtype; selects the specialisation.
+    n, m : int
+        Order of the square operand T; columns of the rectangular operand R (``k`` for HERK).
+    unit : bool
+        Unit diagonal (TRSM, TRMM, TRTRI).
+    alpha : scalar of the member dtype
+        TRSM/TRMM: R is read as ``alpha R``; HERK: its real part is ``alpha``.
+    beta : float
+        HERK only; T is not read when it is 0.
+    tp, rp : int64 arrays
+        Byte address of memory element (0, 0) of each member of T and of R (``rp`` is ignored
+        where the operation has no R).
+    tld, rld : int
+        Leading dimension of the members' column-major memory, in elements.
+    ttr, rtr : bool
+        The canonical operand is the transpose of the memory.
+    trev, rrev : bool
+        The canonical operand is reversed: rows and columns for T (``P T P``), rows for R.
+    tc, rc : bool
+        The canonical operand is the conjugate of the memory.
+    info : int64 array
+        Per member, written: 0, POTRF's failing leading minor, or TRTRI's first zero pivot.
+    threads : int
+        Number of threads to split the batch over (``numba.get_num_threads()``).
+    """
+    nb = tp.shape[0]
+    w = nlanes(z)
+    ew = ewidth(z)
+    nchunks = (nb + w - 1) // w
+    nt = max(1, min(threads, nchunks))
+    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
+    size = (n * n + (n * m if has_r else 0)) * ew + w * w
+    for t in prange(nt):
+        s = scratch(size, z)
+        linfo = np.zeros(w, np.int64)
+        for c in range(t * nchunks // nt, (t + 1) * nchunks // nt):
+            b0 = c * w
+            _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev,
+                   rc, info, b0, min(w, nb - b0), s, linfo)
