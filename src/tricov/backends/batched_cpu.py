@@ -120,7 +120,7 @@ class BatchedCPUExecutor(Executor):
         args.int(ldc)
         self._run(prefix(self.dtype) + "gemm", args)
 
-    def _trxm(self, kind, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
+    def _call_trxm(self, kind, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
         args = _Args(self.dtype)
         for ch in (side, uplo, trans, diag):
             args.letter(ch)
@@ -134,10 +134,10 @@ class BatchedCPUExecutor(Executor):
         self._run(prefix(self.dtype) + kind, args)
 
     def raw_trsm(self, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
-        self._trxm("trsm", side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+        self._call_trxm("trsm", side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
 
     def raw_trmm(self, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
-        self._trxm("trmm", side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+        self._call_trxm("trmm", side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
 
     def raw_herk(self, uplo, trans, n, k, alpha, a, lda, beta, c, ldc):
         args = _Args(self.dtype)

@@ -90,9 +90,8 @@ class CPUEngine:
              beta: float = 0.0) -> np.ndarray:
         info = np.zeros(self.group.size, np.int64)
         tdesc = self._desc(t, rev)
-        rdesc = self._desc(r, rev) if r is not None else (tdesc[0], 1, False, False, False)
-        small.run(op, self.zero, n, m, unit, self.dtype.type(alpha), float(beta), *tdesc,
-                  *rdesc, info, self.threads)
+        rdesc = self._desc(r, rev) if r is not None else tdesc
+        small.run(op, self.dtype, n, m, unit, alpha, beta, tdesc, rdesc, info, self.threads)
         return info
 
     def _executor(self) -> BatchedCPUExecutor:

@@ -15,7 +15,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["ARITIES", "INFO", "FIXED", "address", "for_members"]
+__all__ = ["ARITIES", "FIXED", "INFO", "address", "for_members", "for_threads"]
 
 #: Argument kinds besides an operand slot (>= 0): a fixed address, or the member's info cell.
 FIXED = -1
@@ -105,3 +105,32 @@ def for_members(fn, args, kinds, ptrs, active, info, threads):
                 else:
                     argv[k] = ptrs[kind, b] + args[k]
             _call(fn, argv, nargs)
+
+
+@intrinsic
+def _call_thread(typingctx, fn, t, nt, arg):
+    """Call ``void f(int64 t, int64 nt, int64 arg)`` at address ``fn``."""
+    if not all(isinstance(x, types.Integer) for x in (fn, t, nt, arg)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i64, i64, i64])
+        values = [context.cast(builder, v, ty, types.int64)
+                  for v, ty in zip(args[1:], sig.args[1:], strict=True)]
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), values)
+        return context.get_dummy_value()
+
+    return types.void(fn, t, nt, arg), codegen
+
+
+@njit(cache=True, parallel=True)
+def for_threads(fn, arg, nt):
+    """Call ``fn(t, nt, arg)`` for ``t`` in ``range(nt)``, one call per thread.
+
+    ``fn`` is the address of a C callback (a Numba ``cfunc``) taking three int64; each call
+    does the ``t``-th share of some work described at address ``arg``. Compiled once for all
+    callbacks, so the parallel region never recompiles the work itself.
+    """
+    for t in prange(nt):
+        _call_thread(fn, t, nt, arg)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic, overload
+from numba import carray, types
+from numba.extending import intrinsic, overload, register_jitable
 
 from .simd import (
     LaneVector,
@@ -34,9 +34,9 @@ from .simd import (
     vstore,
 )
 
-__all__ = ["eadd", "econj", "efill", "efma", "efmac", "efmca", "efnma", "efnmac", "efromre",
-           "eload", "emul", "emulre", "ere", "erecip", "estore", "ewidth", "itemsize", "lane_get",
-           "mload", "mstore", "nlanes", "scratch"]
+__all__ = ["as_array", "eadd", "econj", "efill", "efma", "efmac", "efmca", "efnma", "efnmac",
+           "efromre", "eload", "emul", "emulre", "ere", "erecip", "estore", "ewidth", "from_parts",
+           "itemsize", "lane_get", "mload", "mstore", "nlanes", "scratch"]
 
 
 def _stub(name: str):
@@ -248,6 +248,37 @@ def _econj(a):
 
 
 # ---------------------------------------------------------------- member memory
+from_parts = _stub("from_parts")
+
+
+@overload(from_parts)
+def _from_parts(re, im, z):
+    """The scalar of the type of ``z`` with real part ``re`` and imaginary part ``im``."""
+    if isinstance(z, types.Complex):
+        ctor = np.complex64 if z.bitwidth == 64 else np.complex128
+        return lambda re, im, z: ctor(complex(re, im))
+    ctor = np.float32 if z.bitwidth == 32 else np.float64
+    return lambda re, im, z: ctor(re)
+
+
+@intrinsic
+def _pointer(typingctx, addr, z):
+    """The address ``addr`` as a pointer to the type of ``z``."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+
+    return types.CPointer(z)(addr, z), codegen
+
+
+@register_jitable
+def as_array(addr, count, z):
+    """The ``count`` elements of the type of ``z`` at byte address ``addr``, as a 1-D array."""
+    return carray(_pointer(addr, z), count)
+
+
 @intrinsic
 def mload(typingctx, addr, z):
     """The scalar of the type of ``z`` stored at byte address ``addr``."""

@@ -31,10 +31,14 @@ Failures are per member: POTRF records the first non-positive pivot of each memb
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit, prange
+import functools
 
+import numpy as np
+from numba import cfunc, njit, types
+
+from .calls import for_threads
 from .lanes import (
+    as_array,
     eadd,
     econj,
     efill,
@@ -51,6 +55,7 @@ from .lanes import (
     erecip,
     estore,
     ewidth,
+    from_parts,
     itemsize,
     lane_get,
     nlanes,
@@ -427,8 +432,8 @@ def _zero_pivot(s, n, lane, z):
     return 0
 
 
-# ------------------------------------------------------------------------------ driver
-@njit(cache=True)
+# ------------------------------------------------------------------------------ chunks
+@njit(cache=True, inline="always")
 def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev, rc,
            info, b0, nl, s, linfo):
     """Pack, compute and unpack the members ``b0 .. b0+nl-1``."""
@@ -504,52 +509,104 @@ def _lane_bits(linfo, nl, failed):
     return bits
 
 
-@njit(cache=True, parallel=True)
-def run(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev, rc, info,
-        threads):
+# ------------------------------------------------------------------------------ driver
+# One worker per dtype, compiled as a C callback (``cfunc``) on first use: thread ``t`` of ``nt``
+# runs its share of the chunks. The parallel loop that calls the workers by address
+# (:func:`tricov.kernels.numba.calls.for_threads`) is compiled once for every dtype, so the
+# dtype-specific code is compiled (and cached) once, not once more inside a parallel region.
+
+#: Layout of the int64 parameter block of a worker.
+(P_OP, P_N, P_M, P_UNIT, P_NB, P_TP, P_TLD, P_TTR, P_TREV, P_TC, P_RP, P_RLD, P_RTR, P_RREV,
+ P_RC, P_INFO, P_SCALARS, P_COUNT) = range(18)
+
+
+@njit(cache=True, inline="always")
+def _work(t, nt, params, z):
+    """Thread ``t`` of ``nt``: its contiguous share of the chunks, with its own scratch."""
+    p = as_array(params, P_COUNT, np.int64(0))
+    op, n, m, unit, nb = p[P_OP], p[P_N], p[P_M], p[P_UNIT] != 0, p[P_NB]
+    tp = as_array(p[P_TP], nb, np.int64(0))
+    rp = as_array(p[P_RP], nb, np.int64(0))
+    info = as_array(p[P_INFO], nb, np.int64(0))
+    scalars = as_array(p[P_SCALARS], 3, np.float64(0))
+    alpha = from_parts(scalars[0], scalars[1], z)
+    w = nlanes(z)
+    ew = ewidth(z)
+    nchunks = (nb + w - 1) // w
+    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
+    s = scratch((n * n + (n * m if has_r else 0)) * ew + w * w, z)
+    linfo = np.zeros(w, np.int64)
+    for c in range(t * nchunks // nt, (t + 1) * nchunks // nt):
+        b0 = c * w
+        _chunk(op, z, n, m, unit, alpha, scalars[2], tp, p[P_TLD], p[P_TTR] != 0,
+               p[P_TREV] != 0, p[P_TC] != 0, rp, p[P_RLD], p[P_RTR] != 0, p[P_RREV] != 0,
+               p[P_RC] != 0, info, b0, min(w, nb - b0), s, linfo)
+
+
+def _work_f32(t, nt, params):
+    _work(t, nt, params, np.float32(0))
+
+
+def _work_f64(t, nt, params):
+    _work(t, nt, params, np.float64(0))
+
+
+def _work_c64(t, nt, params):
+    _work(t, nt, params, np.complex64(0))
+
+
+def _work_c128(t, nt, params):
+    _work(t, nt, params, np.complex128(0))
+
+
+_WORKERS = {np.dtype(np.float32): _work_f32, np.dtype(np.float64): _work_f64,
+            np.dtype(np.complex64): _work_c64, np.dtype(np.complex128): _work_c128}
+
+
+@functools.cache
+def _worker(dtype: np.dtype):
+    return cfunc(types.void(types.int64, types.int64, types.int64), cache=True)(_WORKERS[dtype])
+
+
+def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, beta: float,
+        t: tuple, r: tuple, info: np.ndarray, threads: int) -> None:
     """Run operation ``op`` on every member of a batch, in parallel over the batch.
 
     Parameters
     ----------
     op : int
         One of the codes of :data:`OPS`.
-    z : scalar
-        Zero of the member dtype; selects the specialisation.
+    dtype : numpy.dtype
+        The member dtype.
     n, m : int
         Order of the square operand T; columns of the rectangular operand R (``k`` for HERK).
     unit : bool
         Unit diagonal (TRSM, TRMM, TRTRI).
-    alpha : scalar of the member dtype
+    alpha : scalar
         TRSM/TRMM: R is read as ``alpha R``; HERK: its real part is ``alpha``.
     beta : float
         HERK only; T is not read when it is 0.
-    tp, rp : int64 arrays
-        Byte address of memory element (0, 0) of each member of T and of R (``rp`` is ignored
-        where the operation has no R).
-    tld, rld : int
-        Leading dimension of the members' column-major memory, in elements.
-    ttr, rtr : bool
-        The canonical operand is the transpose of the memory.
-    trev, rrev : bool
-        The canonical operand is reversed: rows and columns for T (``P T P``), rows for R.
-    tc, rc : bool
-        The canonical operand is the conjugate of the memory.
+    t, r : tuple (addrs, ld, tr, rev, conj)
+        The square operand T and the rectangular operand R (``r`` is ignored where the
+        operation has none): the int64 byte address of memory element (0, 0) of each member;
+        the leading dimension of the members' column-major memory in elements; whether the
+        canonical operand is the transpose of memory; whether it is reversed (rows and
+        columns for T, that is ``P T P``; rows for R); whether it is conjugated.
     info : int64 array
         Per member, written: 0, POTRF's failing leading minor, or TRTRI's first zero pivot.
     threads : int
         Number of threads to split the batch over (``numba.get_num_threads()``).
     """
-    nb = tp.shape[0]
-    w = nlanes(z)
-    ew = ewidth(z)
-    nchunks = (nb + w - 1) // w
-    nt = max(1, min(threads, nchunks))
-    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
-    size = (n * n + (n * m if has_r else 0)) * ew + w * w
-    for t in prange(nt):
-        s = scratch(size, z)
-        linfo = np.zeros(w, np.int64)
-        for c in range(t * nchunks // nt, (t + 1) * nchunks // nt):
-            b0 = c * w
-            _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev,
-                   rc, info, b0, min(w, nb - b0), s, linfo)
+    nb = info.shape[0]
+    tp = np.ascontiguousarray(t[0], dtype=np.int64)
+    rp = np.ascontiguousarray(r[0], dtype=np.int64)
+    scalars = np.array([complex(alpha).real, complex(alpha).imag, beta], np.float64)
+    params = np.zeros(P_COUNT, np.int64)
+    params[[P_OP, P_N, P_M, P_UNIT, P_NB]] = op, n, m, unit, nb
+    params[[P_TP, P_TLD, P_TTR, P_TREV, P_TC]] = tp.ctypes.data, t[1], t[2], t[3], t[4]
+    params[[P_RP, P_RLD, P_RTR, P_RREV, P_RC]] = rp.ctypes.data, r[1], r[2], r[3], r[4]
+    params[P_INFO] = info.ctypes.data
+    params[P_SCALARS] = scalars.ctypes.data
+    nchunks = -(-nb // lanes_for(dtype))
+    for_threads(_worker(np.dtype(dtype)).address, params.ctypes.data, max(1, min(threads,
+                                                                                 nchunks)))
