@@ -8,10 +8,10 @@ member's address and calls SciPy's BLAS/LAPACK routine for every member in one p
 Numba loop
 (:func:`tricov.kernels.numba.calls.for_members`). A member stays in cache for the whole call.
 
-Failures are per member: when POTRF or TRTRI fails on a member, the executor records the
-member's info (corrected by the offset of the block, so it is the order within the whole
-matrix, as LAPACK reports it), marks the member inactive so later primitives skip it, and
-returns 0 to the recursion, which goes on with the other members.
+Failures are per member: the raw POTRF and TRTRI leaves return every member's status, and
+:meth:`BatchedCPUExecutor._record` notes each failing member's info (plus the offset of the
+leaf, so it is the order within the whole matrix, as LAPACK reports it), marks the member
+inactive so that later primitives skip it, and lets the recursion go on with the others.
 """
 
 from __future__ import annotations
@@ -71,8 +71,6 @@ class BatchedCPUExecutor(Executor):
 
     Attributes
     ----------
-    info : int64 array (members)
-        0, or the LAPACK info of the member's first failure.
     active : uint8 array (members)
         Members still being computed (cleared by a failure).
     """
@@ -85,9 +83,26 @@ class BatchedCPUExecutor(Executor):
         self.ptrs = np.ascontiguousarray(ptrs, dtype=np.int64)
         members = self.ptrs.shape[1]
         self.threads = threads
-        self.info = np.zeros(members, np.int64)
+        self._infos = np.zeros(members, np.int64)
         self.active = np.ones(members, np.uint8)
         self._cell = np.zeros(members, np.int32)
+
+    @property
+    def info(self) -> np.ndarray:
+        """Per member: 0, or the LAPACK info of its first failure."""
+        return self._infos
+
+    def fail(self, members: np.ndarray, info: np.ndarray) -> None:
+        """Record failures found outside the leaves (``info`` per member of ``members``)."""
+        self._infos[members] = info
+        self.active[members] = 0
+
+    def _record(self, status: np.ndarray, offset: int) -> bool:
+        """Note the failing members of a leaf; the recursion always goes on with the others."""
+        failed = np.flatnonzero(status)
+        if failed.size:
+            self.fail(failed, status[failed] + offset)
+        return True
 
     def _run(self, name: str, args: _Args) -> np.ndarray:
         self._cell[:] = 0
@@ -95,14 +110,6 @@ class BatchedCPUExecutor(Executor):
                           np.array(args.kinds, np.int64), self.ptrs, self.active, self._cell,
                           self.threads)
         return self._cell
-
-    def _record(self, cell: np.ndarray, ptr: int, ld: int) -> None:
-        """Record the members whose call failed on the diagonal block at ``ptr``."""
-        failed = np.flatnonzero(cell)
-        if failed.size:
-            offset = (ptr & ((1 << SLOT_BITS) - 1)) // ((ld + 1) * self.dtype.itemsize)
-            self.info[failed] = cell[failed] + offset
-            self.active[failed] = 0
 
     def raw_gemm(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         args = _Args(self.dtype)
@@ -161,16 +168,13 @@ class BatchedCPUExecutor(Executor):
         args.member(a)
         args.int(lda)
         args.info()
-        cell = self._run(prefix(self.dtype) + name, args)
-        self._record(cell, a, lda)
+        return self._run(prefix(self.dtype) + name, args).copy()
 
     def raw_potrf(self, uplo, n, a, lda):
-        self._lapack("potrf", (uplo,), n, a, lda)
-        return 0
+        return self._lapack("potrf", (uplo,), n, a, lda)
 
     def raw_trtri(self, uplo, diag, n, a, lda):
-        self._lapack("trtri", (uplo, diag), n, a, lda)
-        return 0
+        return self._lapack("trtri", (uplo, diag), n, a, lda)
 
     def raw_lauum(self, uplo, n, a, lda):
         self._lapack("lauum", (uplo,), n, a, lda)

@@ -118,14 +118,24 @@ class CPUEngine:
             if flip:
                 self._conj(ex, b)
 
-    def _zero_pivots(self, a: Mat, ex: BatchedCPUExecutor) -> None:
-        """Members with an exactly zero diagonal element: info set, left out from now on."""
+    def _scan(self, ex: BatchedCPUExecutor, a: Mat, nan: bool) -> None:
+        """Fail the active members whose diagonal has a NaN (``nan``) or an exact zero.
+
+        Before TRTRI, a zero pivot (LAPACK would stop there, leaving the member changed); after
+        POTRF, a NaN pivot, which OpenBLAS does not test (a NaN anywhere in the triangle
+        reaches the diagonal of the factor in its own row, where reference LAPACK stops).
+        """
         info = np.zeros(self.group.size, np.int64)
-        members.zero_pivots(self._addrs(a), a.rows, (a.ld + 1) * self.dtype.itemsize,
-                            self.zero, info, self.threads)
+        members.scan_diagonals(self._addrs(a), ex.active, a.rows,
+                               (a.ld + 1) * self.dtype.itemsize, nan, self.zero, info,
+                               self.threads)
         failed = np.flatnonzero(info)
-        ex.info[failed] = info[failed]
-        ex.active[failed] = 0
+        if failed.size:
+            ex.fail(failed, info[failed])
+
+    def _potrf(self, ex: BatchedCPUExecutor, a: Mat) -> None:
+        recursive.potrf(ex, self._nb(), a)
+        self._scan(ex, a, True)
 
     # --------------------------------------------------------------- operations
     def trsm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None:
@@ -173,7 +183,7 @@ class CPUEngine:
             return self._run(small.POTRF, a, n=n)
         ex = self._executor()
         with _one_blas_thread(self.threads):
-            recursive.potrf(ex, self._nb(), a)
+            self._potrf(ex, a)
         return ex.info
 
     def trtri(self, a: Mat, unit: bool) -> np.ndarray:
@@ -183,7 +193,7 @@ class CPUEngine:
             return self._run(small.TRTRI, a, n=n, unit=unit)
         ex = self._executor()
         if not unit:
-            self._zero_pivots(a, ex)
+            self._scan(ex, a, False)
         with _one_blas_thread(self.threads):
             recursive.trtri(ex, self._nb(), unit, a)
         return ex.info
@@ -204,7 +214,7 @@ class CPUEngine:
         if self._small(n):
             return self._run(small.POTRI, a, n=n)
         ex = self._executor()
-        self._zero_pivots(a, ex)
+        self._scan(ex, a, False)
         with _one_blas_thread(self.threads):
             recursive.trtri(ex, self._nb(), False, a)
             recursive.lauum(ex, self._nb(), a)
@@ -217,7 +227,7 @@ class CPUEngine:
             return self._run(small.POTI, a, n=n)
         ex = self._executor()
         with _one_blas_thread(self.threads):
-            recursive.potrf(ex, self._nb(), a)
+            self._potrf(ex, a)
             recursive.trtri(ex, self._nb(), False, a)
             recursive.lauum(ex, self._nb(), a)
         return ex.info
@@ -243,6 +253,6 @@ class CPUEngine:
             return self._run(small.POSV, a, r=b, n=n, m=m)
         ex = self._executor()
         with _one_blas_thread(self.threads):
-            recursive.potrf(ex, self._nb(), a)
+            self._potrf(ex, a)
             self._solves(ex, a, b)
         return ex.info

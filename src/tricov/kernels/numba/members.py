@@ -7,7 +7,7 @@ from numba import njit, prange
 
 from .lanes import itemsize, mload, mstore
 
-__all__ = ["conj_members", "zero_pivots"]
+__all__ = ["conj_members", "scan_diagonals"]
 
 
 @njit(cache=True, parallel=True)
@@ -28,8 +28,9 @@ def conj_members(addrs, active, rows, cols, ld, z, threads):
 
 
 @njit(cache=True, parallel=True)
-def zero_pivots(addrs, n, step, z, info, threads):
-    """Per member, the 1-based index of the first exactly zero diagonal element, else 0.
+def scan_diagonals(addrs, active, n, step, nan, z, info, threads):
+    """Per active member without a failure yet: the 1-based index of its first diagonal
+    element that is NaN (``nan``) or exactly zero (not ``nan``), written to ``info``.
 
     The diagonal of member ``b`` is at ``addrs[b] + k * step`` bytes, ``k < n``.
     """
@@ -37,8 +38,10 @@ def zero_pivots(addrs, n, step, z, info, threads):
     nt = max(1, min(threads, nb))
     for t in prange(nt):
         for b in range(t * nb // nt, (t + 1) * nb // nt):
-            info[b] = 0
+            if not active[b] or info[b] != 0:
+                continue
             for k in range(n):
-                if mload(addrs[b] + k * step, z) == 0:
+                x = mload(addrs[b] + k * step, z)
+                if (np.isnan(x) if nan else x == 0):
                     info[b] = k + 1
                     break

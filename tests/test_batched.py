@@ -1,0 +1,435 @@
+"""Batched operations: every operation, variant and dtype, member by member against references.
+
+Each operation runs on stacks of shape ``(2, 3, ...)`` in several memory layouts (members C- or
+F-ordered, inside larger NaN-filled buffers, interleaved, with negative batch strides, or with
+no unit stride at all, which is copied), on three paths of the CPU engine:
+
+* ``lanes``: order 5, the SIMD lane kernels;
+* ``executor``: order 53, one native BLAS/LAPACK call per member;
+* ``recursion``: order 53 with a batched leaf size of 16, the recursions of the dense path over
+  the per-member executor (several levels, including the conjugation flips).
+
+Every member is checked with the backward-error measures of ``reference.py`` (tolerance
+``10 n eps``); what an operation must not read holds NaN, and what it must not write is
+compared bitwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+import pytest
+
+import tricov as tc
+from reference import (
+    DTYPES,
+    LEAF_OPS,
+    assert_small,
+    bits,
+    hermitian_from,
+    inverse_error,
+    lauum_error,
+    make_rng,
+    nan_fill,
+    poison_triangle,
+    potrf_error,
+    random_general,
+    random_spd,
+    random_triangular,
+    solve_error,
+    syrk_error,
+    trmm_error,
+    trsm_error,
+    trtri_error,
+)
+
+BATCH = (2, 3)
+PATHS = ("lanes", "executor", "recursion")
+ORDER = {"lanes": 5, "executor": 53, "recursion": 53}
+#: Member layouts of a stack; all but "strided" are used in place.
+STACK_LAYOUTS = ("C", "F", "C-sub", "F-sub", "interleaved", "reversed", "strided")
+VARIANTS = list(product("LR", "LU", "NTC", "NU"))  # side, uplo, trans, diag
+
+
+# ------------------------------------------------------------------------------ helpers
+@dataclass
+class Stacked:
+    """A stack placed in memory: ``view`` is what tricov gets, ``base`` the whole buffer."""
+
+    base: np.ndarray
+    view: np.ndarray
+    mask: np.ndarray
+    layout: str
+
+    def snapshot(self) -> np.ndarray:
+        return self.base.copy()
+
+    def assert_outside_unchanged(self, before: np.ndarray) -> None:
+        same = (bits(self.base) == bits(before)).all(axis=-1)
+        bad = ~self.mask & ~same
+        assert not bad.any(), f"layout {self.layout}: {int(bad.sum())} element(s) outside changed"
+
+
+def stacked(values: np.ndarray, layout: str) -> Stacked:
+    """Place a copy of the stack ``values`` (..., r, c) in memory as ``layout``."""
+    values = np.asarray(values)
+    batch, (r, c) = values.shape[:-2], values.shape[-2:]
+
+    def full(shape: tuple[int, ...]) -> np.ndarray:
+        return np.full(shape, nan_fill(values.dtype), dtype=values.dtype)
+
+    select: Callable[[np.ndarray], np.ndarray]
+    if layout == "C":
+        base, select = full(values.shape), lambda x: x
+    elif layout == "F":
+        base, select = full(batch + (c, r)), lambda x: np.swapaxes(x, -1, -2)
+    elif layout == "C-sub":
+        base, select = full(batch + (r + 2, c + 3)), lambda x: x[..., 2:2 + r, 1:1 + c]
+    elif layout == "F-sub":
+        base = full(batch + (c + 3, r + 2))
+        select = lambda x: np.swapaxes(x[..., 1:1 + c, 2:2 + r], -1, -2)  # noqa: E731
+    elif layout == "interleaved":  # members' rows far apart, members next to each other
+        base, select = full((r,) + batch + (c,)), lambda x: np.moveaxis(x, 0, -2)
+    elif layout == "reversed":  # negative batch strides
+        base = full(values.shape)
+        select = lambda x: x[(slice(None, None, -1),) * len(batch)]  # noqa: E731
+    elif layout == "strided":
+        base = full(batch + (2 * r + 1, 3 * c + 1))
+        select = lambda x: x[..., 1:1 + 2 * r:2, 0:3 * c:3]  # noqa: E731
+    else:
+        raise ValueError(layout)
+    view = select(base)
+    view[...] = values
+    mask = np.zeros(base.shape, dtype=bool)
+    select(mask)[...] = True
+    return Stacked(base, view, mask, layout)
+
+
+def members(shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    return iter(np.ndindex(*shape))
+
+
+@contextmanager
+def batched_leaf(dtype: np.dtype, size: int | None) -> Iterator[None]:
+    """The batched CPU leaf size of every operation, for ``dtype``, inside the block."""
+    if size is None:
+        yield
+        return
+    try:
+        for name in LEAF_OPS:
+            tc.set_leaf_size("batched_cpu", name, dtype, size)
+        yield
+    finally:
+        tc.set_leaf_size("batched_cpu", LEAF_OPS[0], dtype, None)
+
+
+def on_path(path: str, dtype: np.dtype):
+    return batched_leaf(dtype, 16 if path == "recursion" else None)
+
+
+def layout_pair(i: int) -> tuple[str, str]:
+    """Layouts for the two operands of case ``i``, cycling through all pairs over the cases."""
+    k = len(STACK_LAYOUTS)
+    return STACK_LAYOUTS[i % k], STACK_LAYOUTS[(i // k + 3 * i + 1) % k]
+
+
+def _alpha(i: int, dtype: np.dtype) -> complex:
+    if i % 3 == 0:
+        return 1.0
+    return complex(0.6, -0.8) if np.dtype(dtype).kind == "c" else -0.75
+
+
+def tri_stack(rng: np.random.Generator, n: int, dtype: np.dtype, uplo: str,
+              unit: bool = False) -> np.ndarray:
+    """A stack of well-conditioned triangles whose unreferenced part is NaN."""
+    out = np.empty(BATCH + (n, n), dtype)
+    for idx in members(BATCH):
+        out[idx] = random_triangular(rng, n, dtype, uplo=uplo)
+        poison_triangle(out[idx], uplo, unit=unit)
+    return out
+
+
+def spd_stack(rng: np.random.Generator, n: int, dtype: np.dtype, shape=BATCH) -> np.ndarray:
+    out = np.empty(shape + (n, n), dtype)
+    for idx in members(shape):
+        out[idx] = random_spd(rng, n, dtype)
+    return out
+
+
+def other_triangle(x: np.ndarray, uplo: str) -> np.ndarray:
+    """Bits of the strict triangle opposite to ``uplo`` of every member."""
+    n = x.shape[-1]
+    k = np.triu_indices(n, 1) if uplo == "L" else np.tril_indices(n, -1)
+    return bits(x[..., k[0], k[1]])
+
+
+# -------------------------------------------------------------------------- trsm / trmm
+TRXM = {"trsm": (tc.batched.trsm, trsm_error), "trmm": (tc.batched.trmm, trmm_error)}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(TRXM))
+def test_trxm_variants(name: str, path: str, dtype: np.dtype) -> None:
+    fn, error = TRXM[name]
+    n, nrhs = ORDER[path], 6  # lane kernels: one block of four columns and a remainder
+    with on_path(path, dtype):
+        for i, (side, uplo, trans, diag) in enumerate(VARIANTS):
+            rng = make_rng("batched", name, path, str(dtype), i)
+            la, lb = layout_pair(i)
+            alpha = _alpha(i, dtype)
+            a = tri_stack(rng, n, dtype, uplo, unit=diag == "U")
+            b = random_general(rng, BATCH + ((n, nrhs) if side == "L" else (nrhs, n)), dtype)
+            sa, sb = stacked(a, la), stacked(b, lb)
+            a_before, b_before = sa.snapshot(), sb.snapshot()
+            out = fn(sa.view, sb.view, side=side, uplo=uplo, trans=trans, diag=diag,
+                     alpha=alpha)
+            what = f"{name} {side}{uplo}{trans}{diag} A:{la} B:{lb} alpha={alpha}"
+            assert out is sb.view
+            assert (bits(sa.base) == bits(a_before)).all(), f"{what}: A changed"
+            sb.assert_outside_unchanged(b_before)
+            for idx in members(BATCH):
+                err = error(a[idx], b[idx], sb.view[idx], side=side, uplo=uplo, trans=trans,
+                            diag=diag, alpha=alpha)
+                assert_small(err, dtype, n, f"{what} member {idx}")
+
+
+# ---------------------------------------------------------------------------------- syrk
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("path", PATHS)
+def test_syrk_variants(path: str, dtype: np.dtype) -> None:
+    n, k = ORDER[path], 7
+    cases = list(product("LU", "NC" if np.dtype(dtype).kind == "c" else "NTC", (0.0, 0.5)))
+    with on_path(path, dtype):
+        for i, (uplo, trans, beta) in enumerate(cases):
+            rng = make_rng("batched-syrk", path, str(dtype), i)
+            la, lc = layout_pair(i + 2)
+            alpha = 1.0 if i % 2 else -0.7
+            a = random_general(rng, BATCH + ((n, k) if trans == "N" else (k, n)), dtype)
+            c = np.empty(BATCH + (n, n), dtype)
+            for idx in members(BATCH):
+                c[idx] = random_spd(rng, n, dtype) if beta else nan_fill(dtype)
+                poison_triangle(c[idx], uplo)
+            sa, sc = stacked(a, la), stacked(c, lc)
+            c_before = sc.snapshot()
+            out = tc.batched.syrk(sa.view, sc.view, uplo=uplo, trans=trans, alpha=alpha,
+                                  beta=beta)
+            what = f"syrk {uplo}{trans} beta={beta} A:{la} C:{lc}"
+            assert out is sc.view
+            sc.assert_outside_unchanged(c_before)
+            assert (other_triangle(sc.view, uplo) == other_triangle(c, uplo)).all(), what
+            for idx in members(BATCH):
+                err = syrk_error(a[idx], c[idx], sc.view[idx], uplo=uplo, trans=trans,
+                                 alpha=alpha, beta=beta)
+                assert_small(err, dtype, k + 1, f"{what} member {idx}")
+
+
+# ---------------------------------------------------------------------- Cholesky family
+def _factor_stack(a: np.ndarray, uplo: str) -> np.ndarray:
+    """Cholesky factors (NumPy) of a stack, in the ``uplo`` triangle, NaN elsewhere."""
+    out = np.empty_like(a)
+    for idx in members(a.shape[:-2]):
+        low = np.linalg.cholesky(hermitian_from(a[idx], "L")).astype(a.dtype)
+        out[idx] = low if uplo == "L" else low.conj().T
+        poison_triangle(out[idx], uplo)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("uplo", "LU")
+def test_cholesky_family(uplo: str, path: str, dtype: np.dtype) -> None:
+    n, nrhs = ORDER[path], 3
+    rng = make_rng("batched-chol", uplo, path, str(dtype))
+    spd = spd_stack(rng, n, dtype)
+    full = np.stack([hermitian_from(spd[idx], "L") for idx in members(BATCH)]).reshape(
+        BATCH + (n, n))
+    poisoned = spd.copy()
+    for idx in members(BATCH):
+        poison_triangle(poisoned[idx], uplo)
+    factor = _factor_stack(spd, uplo)
+    rhs = random_general(rng, BATCH + (n, nrhs), dtype)
+    layouts = iter(STACK_LAYOUTS * 3)
+
+    def run(fn, x: np.ndarray, **kw) -> tuple[Stacked, np.ndarray]:
+        s = stacked(x, next(layouts))
+        before = s.snapshot()
+        assert fn(s.view, uplo=uplo, **kw) is s.view
+        s.assert_outside_unchanged(before)
+        assert (other_triangle(s.view, uplo) == other_triangle(x, uplo)).all(), fn.__name__
+        return s, before
+
+    with on_path(path, dtype):
+        s, _ = run(tc.batched.potrf, poisoned)
+        for idx in members(BATCH):
+            assert_small(potrf_error(spd[idx], s.view[idx], uplo), dtype, n, f"potrf {idx}")
+        s, _ = run(tc.batched.poti, poisoned)
+        for idx in members(BATCH):
+            assert_small(inverse_error(full[idx], s.view[idx], uplo), dtype, n, f"poti {idx}")
+        s, _ = run(tc.batched.potri, factor)
+        for idx in members(BATCH):
+            assert_small(inverse_error(full[idx], s.view[idx], uplo), dtype, n, f"potri {idx}")
+        s, _ = run(tc.batched.lauum, factor)
+        for idx in members(BATCH):
+            assert_small(lauum_error(factor[idx], s.view[idx], uplo), dtype, n, f"lauum {idx}")
+        for diag in "NU":
+            t = tri_stack(rng, n, dtype, uplo, unit=diag == "U")
+            s, _ = run(tc.batched.trtri, t, diag=diag)
+            for idx in members(BATCH):
+                assert_small(trtri_error(t[idx], s.view[idx], uplo, diag), dtype, n,
+                             f"trtri {diag} {idx}")
+            if diag == "U":  # the unit diagonal is neither read nor written
+                assert np.isnan(np.diagonal(s.view, axis1=-2, axis2=-1)).all()
+        for solver in ("potrs", "posv"):
+            sb = stacked(rhs, next(layouts))
+            sa = stacked(factor if solver == "potrs" else poisoned, next(layouts))
+            a_before, b_before = sa.snapshot(), sb.snapshot()
+            out = getattr(tc.batched, solver)(sa.view, sb.view, uplo=uplo)
+            assert out is sb.view
+            sb.assert_outside_unchanged(b_before)
+            if solver == "potrs":
+                assert (bits(sa.base) == bits(a_before)).all(), "potrs changed L"
+            else:
+                sa.assert_outside_unchanged(a_before)
+            for idx in members(BATCH):
+                assert_small(solve_error(full[idx], sb.view[idx], rhs[idx]), dtype, n,
+                             f"{solver} {idx}")
+                if solver == "posv":
+                    assert_small(potrf_error(spd[idx], sa.view[idx], uplo), dtype, n,
+                                 f"posv factor {idx}")
+
+
+# ------------------------------------------------------------------------------- lists
+LIST_SIZES = (0, 1, 2, 3, 7, 9, 48, 49, 60)
+
+
+def _member(rng: np.random.Generator, shape: tuple[int, int], dtype: np.dtype, k: int,
+            make: Callable[[], np.ndarray] | None = None) -> np.ndarray:
+    """A 2-D member with the values of ``make()`` (or random ones) in layout number ``k``."""
+    values = make() if make is not None else random_general(rng, shape, dtype)
+    return stacked(values[None], STACK_LAYOUTS[k % len(STACK_LAYOUTS)]).view[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
+def test_lists_of_mixed_sizes(dtype: np.dtype) -> None:
+    """Lists whose members differ in size and layout, for every operation."""
+    dtype = np.dtype(dtype)
+    rng = make_rng("batched-lists", str(dtype))
+    sizes = [LIST_SIZES[k % len(LIST_SIZES)] for k in range(13)]
+    uplo = "U"
+    spd = [random_spd(rng, n, dtype) for n in sizes]
+    tris = [random_triangular(rng, n, dtype, uplo="L") for n in sizes]
+
+    a = [_member(rng, (n, n), dtype, k, lambda n=n, k=k: tris[k]) for k, n in enumerate(sizes)]
+    b = [_member(rng, (n, 2 + k % 3), dtype, k + 3) for k, n in enumerate(sizes)]
+    b_in = [x.copy() for x in b]
+    assert tc.batched.trsm(a, b, trans="C", alpha=2.0) is b
+    for k, n in enumerate(sizes):
+        assert_small(trsm_error(tris[k], b_in[k], b[k], side="L", uplo="L", trans="C",
+                                diag="N", alpha=2.0), dtype, max(n, 1), f"trsm member {k}")
+    b = [_member(rng, (2 + k % 3, n), dtype, k + 1) for k, n in enumerate(sizes)]
+    b_in = [x.copy() for x in b]
+    tc.batched.trmm(a, b, side="R", trans="T", diag="U")
+    for k, n in enumerate(sizes):
+        assert_small(trmm_error(tris[k], b_in[k], b[k], side="R", uplo="L", trans="T",
+                                diag="U", alpha=1.0), dtype, max(n, 1), f"trmm member {k}")
+
+    x = [_member(rng, (n, n), dtype, k, lambda k=k: spd[k]) for k, n in enumerate(sizes)]
+    assert tc.batched.potrf(x, uplo=uplo) is x
+    for k, n in enumerate(sizes):
+        assert_small(potrf_error(spd[k], x[k], uplo), dtype, max(n, 1), f"potrf member {k}")
+    info = tc.batched.poti([_member(rng, (n, n), dtype, k, lambda k=k: spd[k])
+                            for k, n in enumerate(sizes)], uplo=uplo, check=False)
+    assert info.shape == (len(sizes),) and not info.any()
+
+    rhs = [random_general(rng, (n, 2), dtype) for n in sizes]
+    x = [_member(rng, (n, n), dtype, k, lambda k=k: spd[k]) for k, n in enumerate(sizes)]
+    b = [_member(rng, (n, 2), dtype, k + 2, lambda k=k: rhs[k]) for k, n in enumerate(sizes)]
+    tc.batched.posv(x, b, uplo=uplo)
+    for k, n in enumerate(sizes):
+        assert_small(solve_error(hermitian_from(spd[k], uplo), b[k], rhs[k]), dtype, max(n, 1),
+                     f"posv member {k}")
+
+    c = [_member(rng, (n, n), dtype, k) for k, n in enumerate(sizes)]
+    c_in = [m.copy() for m in c]
+    g = [random_general(rng, (n, 3), dtype) for n in sizes]
+    tc.batched.syrk(g, c, uplo=uplo, alpha=0.5, beta=2.0)
+    for k, n in enumerate(sizes):
+        c_in[k][np.diag_indices(n)] = c_in[k].diagonal().real
+        assert_small(syrk_error(g[k], c_in[k], c[k], uplo=uplo, trans="N", alpha=0.5,
+                                beta=2.0), dtype, 4, f"syrk member {k}")
+
+
+# ------------------------------------------------------------------------- batch shapes
+@pytest.mark.parametrize("shape", [(0,), (1,), (0, 4), ()], ids=str)
+def test_batch_shapes(shape: tuple[int, ...]) -> None:
+    """Empty batches, a batch of one, and a single 2-D matrix (batch shape ())."""
+    rng = make_rng("batched-shapes", shape)
+    a = spd_stack(rng, 6, np.float64, shape)
+    a0 = a.copy()
+    info = tc.batched.potrf(a, check=False)
+    assert info.shape == shape and info.dtype == np.int64 and not info.any()
+    for idx in members(shape):
+        assert_small(potrf_error(a0[idx], a[idx], "L"), np.float64, 6)
+    b = random_general(rng, shape + (6, 2), np.float64)
+    assert tc.batched.trsm(a, b) is b
+    assert tc.batched.posv(spd_stack(rng, 6, np.float64, shape), b, check=False).shape == shape
+
+
+@pytest.mark.parametrize("n", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=str)
+def test_orders_zero_and_one(n: int, dtype: np.dtype) -> None:
+    rng = make_rng("batched-n", n, str(dtype))
+    a = spd_stack(rng, n, dtype, (11,))
+    a0 = a.copy()
+    assert not tc.batched.poti(a, check=False).any()
+    for k in range(11):
+        assert_small(inverse_error(a0[k], a[k], "L"), dtype, 1) if n else None
+    b = random_general(rng, (11, n, 3), dtype)
+    b0 = b.copy()
+    t = np.stack([random_triangular(rng, n, dtype) for _ in range(11)])
+    tc.batched.trsm(t, b, side="L", trans="C")
+    for k in range(11):
+        assert_small(trsm_error(t[k], b0[k], b[k], side="L", uplo="L", trans="C", diag="N",
+                                alpha=1.0), dtype, 1)
+    c = np.zeros((11, 3, 3), dtype)
+    tc.batched.syrk(random_general(rng, (11, 3, n), dtype), c)  # k = n: C = 0 for n = 0
+    if n == 0:
+        assert not c.any()
+
+
+def test_million_members() -> None:
+    """A stack of 10**6 2x2 matrices: every member factored (checked in closed form)."""
+    rng = make_rng("batched-million")
+    count = 10**6
+    a = np.empty((count, 2, 2))
+    a[:, 0, 0] = 1.0 + rng.random(count)
+    a[:, 1, 1] = 2.0 + rng.random(count)
+    a[:, 1, 0] = a[:, 0, 1] = rng.uniform(-1, 1, count)
+    l00 = np.sqrt(a[:, 0, 0])
+    l10 = a[:, 1, 0] / l00
+    l11 = np.sqrt(a[:, 1, 1] - l10**2)
+    up = a[:, 0, 1].copy()
+    tc.batched.potrf(a)
+    for got, want in ((a[:, 0, 0], l00), (a[:, 1, 0], l10), (a[:, 1, 1], l11)):
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(float).eps)
+    assert (a[:, 0, 1] == up).all()
+
+
+def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch split into several thread ranges (some empty) computes every member."""
+    from tricov.batched import _cpu
+
+    for threads in (3, 40):
+        monkeypatch.setattr(_cpu.numba, "get_num_threads", lambda t=threads: t)
+        for n in (4, 53):
+            rng = make_rng("batched-threads", threads, n)
+            a = spd_stack(rng, n, np.float64, (37,))
+            a0 = a.copy()
+            tc.batched.potrf(a)
+            for k in range(37):
+                assert_small(potrf_error(a0[k], a[k], "L"), np.float64, n, f"{threads} {k}")
