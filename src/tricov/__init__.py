@@ -11,7 +11,6 @@ array([[1.],
        [1.]])
 """
 
-from . import batched
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
 from ._plans import cuda_graphs_enabled, set_cuda_graphs
 from ._policy import leaf_sizes, set_leaf_size
@@ -33,7 +32,6 @@ def __getattr__(name: str):
 __all__ = [
     "NotPositiveDefiniteError",
     "SingularMatrixError",
-    "batched",
     "cuda_graphs_enabled",
     "lauum",
     "leaf_sizes",
