@@ -4,10 +4,11 @@ Each operation runs on stacks of shape ``(2, 3, ...)`` in several memory layouts
 F-ordered, inside larger NaN-filled buffers, interleaved, with negative batch strides, or with
 no unit stride at all, which is copied), on three paths of the CPU engine:
 
-* ``lanes``: order 5, the SIMD lane kernels;
-* ``executor``: order 53, one native BLAS/LAPACK call per member;
-* ``recursion``: order 53 with a batched leaf size of 16, the recursions of the dense path over
-  the per-member executor (several levels, including the conjugation flips).
+* ``lanes``: order 6, the SIMD lane kernels (an even order: padded scratch strides);
+* ``executor``: order 53 with the lane kernels switched off, one native BLAS/LAPACK call per
+  member;
+* ``recursion``: the same with a batched leaf size of 16, the recursions of the dense path
+  over the per-member executor (several levels, including the conjugation flips).
 
 Every member is checked with the backward-error measures of ``reference.py`` (tolerance
 ``10 n eps``); what an operation must not read holds NaN, and what it must not write is
@@ -49,7 +50,7 @@ from reference import (
 
 BATCH = (2, 3)
 PATHS = ("lanes", "executor", "recursion")
-ORDER = {"lanes": 5, "executor": 53, "recursion": 53}
+ORDER = {"lanes": 6, "executor": 53, "recursion": 53}
 #: Member layouts of a stack; all but "strided" are used in place.
 STACK_LAYOUTS = ("C", "F", "C-sub", "F-sub", "interleaved", "reversed", "strided")
 VARIANTS = list(product("LR", "LU", "NTC", "NU"))  # side, uplo, trans, diag
@@ -127,8 +128,19 @@ def batched_leaf(dtype: np.dtype, size: int | None) -> Iterator[None]:
         tc.set_leaf_size("batched_cpu", LEAF_OPS[0], dtype, None)
 
 
-def on_path(path: str, dtype: np.dtype):
-    return batched_leaf(dtype, 16 if path == "recursion" else None)
+@contextmanager
+def on_path(path: str, dtype: np.dtype) -> Iterator[None]:
+    """Inside the block, the CPU engine takes ``path`` for ``dtype``."""
+    from tricov.batched import _cpu
+
+    saved = dict(_cpu.LANES_MAX)
+    if path != "lanes":
+        _cpu.LANES_MAX.update(dict.fromkeys(saved, 0))
+    try:
+        with batched_leaf(dtype, 16 if path == "recursion" else None):
+            yield
+    finally:
+        _cpu.LANES_MAX.update(saved)
 
 
 def layout_pair(i: int) -> tuple[str, str]:
@@ -426,10 +438,11 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for threads in (3, 40):
         monkeypatch.setattr(_cpu.numba, "get_num_threads", lambda t=threads: t)
-        for n in (4, 53):
-            rng = make_rng("batched-threads", threads, n)
-            a = spd_stack(rng, n, np.float64, (37,))
+        for path in ("lanes", "executor"):
+            rng = make_rng("batched-threads", threads, path)
+            a = spd_stack(rng, 7, np.float64, (37,))
             a0 = a.copy()
-            tc.batched.potrf(a)
+            with on_path(path, np.float64):
+                tc.batched.potrf(a)
             for k in range(37):
-                assert_small(potrf_error(a0[k], a[k], "L"), np.float64, n, f"{threads} {k}")
+                assert_small(potrf_error(a0[k], a[k], "L"), np.float64, 7, f"{path} {k}")

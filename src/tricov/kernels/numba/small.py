@@ -81,18 +81,27 @@ def lanes_for(dtype: np.dtype) -> int:
 
 
 # ----------------------------------------------------------------------------- kernels
-# Each works on the scratch ``s``: the square operand T (n x n) at 0, stored by rows (element
-# (i, j) at ``(i*n + j) * ew``), and the rectangular R (n x m) at ``ro``, stored by columns
-# (element (i, j) at ``ro + (i + j*n) * ew``) except for HERK, which reads R by rows. So the
-# inner loops of the dot products below walk contiguous memory. Loops are blocked by four
-# rows or columns where that gives four independent accumulator chains.
+# Each works on the scratch ``s``: the square operand T (n x n) at 0, stored by rows with row
+# stride ``lt`` elements (element (i, j) at ``(i*lt + j) * ew``), and the rectangular R (n x m)
+# at ``ro``, stored by columns with column stride ``lr`` (element (i, j) at
+# ``ro + (i + j*lr) * ew``), except for HERK, which reads R by rows (row stride ``lr``). So the
+# inner loops of the dot products below walk contiguous memory; the strides are odd (see
+# :func:`_stride`) so that walking a column of T does not hit one cache set again and again.
+# Loops are blocked by four rows or columns where that gives four independent accumulators.
+
+@njit(cache=True)
+def _stride(k):
+    """An odd number of elements at least ``k``: a row or column stride of the scratch."""
+    return k | 1
+
 
 @njit(cache=True, fastmath=_FAST)
-def _potrf(s, n, z, info):
+def _potrf(s, n, lt, z, info):
     """Left-looking Cholesky of the lower triangle of T; ``info`` per lane (0 = success)."""
     ew = ewidth(z)
+    rs = lt * ew
     for j in range(n):
-        rj = j * n * ew
+        rj = j * rs
         ojj = rj + j * ew
         d = eload(s, ojj, z)
         for k in range(j):
@@ -107,7 +116,7 @@ def _potrf(s, n, z, info):
         inv = vdiv(vfill(s, 1.0), root)
         i = j + 1
         while i + 3 < n:
-            r0, r1, r2, r3 = i * n * ew, (i + 1) * n * ew, (i + 2) * n * ew, (i + 3) * n * ew
+            r0, r1, r2, r3 = i * rs, (i + 1) * rs, (i + 2) * rs, (i + 3) * rs
             a0 = eload(s, r0 + j * ew, z)
             a1 = eload(s, r1 + j * ew, z)
             a2 = eload(s, r2 + j * ew, z)
@@ -124,7 +133,7 @@ def _potrf(s, n, z, info):
             estore(s, r3 + j * ew, emulre(a3, inv))
             i += 4
         while i < n:
-            ri = i * n * ew
+            ri = i * rs
             a = eload(s, ri + j * ew, z)
             for k in range(j):
                 a = efnmac(eload(s, ri + k * ew, z), eload(s, rj + k * ew, z), a)
@@ -133,17 +142,17 @@ def _potrf(s, n, z, info):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _solve_rows(s, n, m, ro, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
+def _solve_row(s, m, ro, lr, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
     """``R[i, c] <- (R[i, c] - sum_k op(T_ik) R[k, c]) * r`` for every column c, k in [k0, k1).
 
     ``T_ik`` is read at ``tbase + k * tstep`` (a row or a column of T), conjugated if
     ``conj_t``; ``scale`` says whether to multiply by ``r`` (else the unit diagonal).
     """
     ew = ewidth(z)
-    cs = n * ew
+    cs = lr * ew
     c = 0
     while c + 3 < m:
-        o = ro + (i + c * n) * ew
+        o = ro + i * ew + c * cs
         a0 = eload(s, o, z)
         a1 = eload(s, o + cs, z)
         a2 = eload(s, o + 2 * cs, z)
@@ -152,7 +161,7 @@ def _solve_rows(s, n, m, ro, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
             t = eload(s, tbase + k * tstep, z)
             if conj_t:
                 t = econj(t)
-            x = ro + (k + c * n) * ew
+            x = ro + k * ew + c * cs
             a0 = efnma(t, eload(s, x, z), a0)
             a1 = efnma(t, eload(s, x + cs, z), a1)
             a2 = efnma(t, eload(s, x + 2 * cs, z), a2)
@@ -165,13 +174,13 @@ def _solve_rows(s, n, m, ro, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
         estore(s, o + 3 * cs, a3)
         c += 4
     while c < m:
-        o = ro + (i + c * n) * ew
+        o = ro + i * ew + c * cs
         a = eload(s, o, z)
         for k in range(k0, k1):
             t = eload(s, tbase + k * tstep, z)
             if conj_t:
                 t = econj(t)
-            a = efnma(t, eload(s, ro + (k + c * n) * ew, z), a)
+            a = efnma(t, eload(s, ro + k * ew + c * cs, z), a)
         if scale:
             a = emul(a, r)
         estore(s, o, a)
@@ -179,34 +188,34 @@ def _solve_rows(s, n, m, ro, i, k0, k1, tstep, tbase, r, scale, conj_t, z):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _trsm(s, n, m, ro, unit, z):
+def _trsm(s, n, m, lt, ro, lr, unit, z):
     """Forward substitution ``L X = R`` in place of R (``unit``: L has a unit diagonal)."""
     ew = ewidth(z)
     for i in range(n):
-        r = erecip(eload(s, (i * n + i) * ew, z))
-        _solve_rows(s, n, m, ro, i, 0, i, ew, i * n * ew, r, not unit, False, z)
+        r = erecip(eload(s, (i * lt + i) * ew, z))
+        _solve_row(s, m, ro, lr, i, 0, i, ew, i * lt * ew, r, not unit, False, z)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _trsm_lh(s, n, m, ro, z):
+def _trsm_lh(s, n, m, lt, ro, lr, z):
     """Backward substitution ``L^H X = R`` in place of R (L lower, non-unit)."""
     ew = ewidth(z)
     for i in range(n - 1, -1, -1):
-        r = econj(erecip(eload(s, (i * n + i) * ew, z)))
-        _solve_rows(s, n, m, ro, i, i + 1, n, n * ew, i * ew, r, True, True, z)
+        r = econj(erecip(eload(s, (i * lt + i) * ew, z)))
+        _solve_row(s, m, ro, lr, i, i + 1, n, lt * ew, i * ew, r, True, True, z)
 
 
 @njit(cache=True, fastmath=_FAST)
-def _trmm(s, n, m, ro, unit, z):
+def _trmm(s, n, m, lt, ro, lr, unit, z):
     """``R <- L R`` in place, bottom row first (row i reads only the rows above it)."""
     ew = ewidth(z)
-    cs = n * ew
+    cs = lr * ew
     for i in range(n - 1, -1, -1):
-        ri = i * n * ew
+        ri = i * lt * ew
         d = eload(s, ri + i * ew, z)
         c = 0
         while c + 3 < m:
-            o = ro + (i + c * n) * ew
+            o = ro + i * ew + c * cs
             a0 = eload(s, o, z)
             a1 = eload(s, o + cs, z)
             a2 = eload(s, o + 2 * cs, z)
@@ -215,7 +224,7 @@ def _trmm(s, n, m, ro, unit, z):
                 a0, a1, a2, a3 = emul(d, a0), emul(d, a1), emul(d, a2), emul(d, a3)
             for k in range(i):
                 t = eload(s, ri + k * ew, z)
-                x = ro + (k + c * n) * ew
+                x = ro + k * ew + c * cs
                 a0 = efma(t, eload(s, x, z), a0)
                 a1 = efma(t, eload(s, x + cs, z), a1)
                 a2 = efma(t, eload(s, x + 2 * cs, z), a2)
@@ -226,28 +235,29 @@ def _trmm(s, n, m, ro, unit, z):
             estore(s, o + 3 * cs, a3)
             c += 4
         while c < m:
-            o = ro + (i + c * n) * ew
+            o = ro + i * ew + c * cs
             a = eload(s, o, z)
             if not unit:
                 a = emul(d, a)
             for k in range(i):
-                a = efma(eload(s, ri + k * ew, z), eload(s, ro + (k + c * n) * ew, z), a)
+                a = efma(eload(s, ri + k * ew, z), eload(s, ro + k * ew + c * cs, z), a)
             estore(s, o, a)
             c += 1
 
 
 @njit(cache=True, fastmath=_FAST)
-def _herk(s, n, m, ro, alpha, beta, z):
+def _herk(s, n, m, lt, ro, lr, alpha, beta, z):
     """Lower triangle of ``T <- alpha R R^H + beta T`` (R by rows); T unread when ``beta == 0``."""
     ew = ewidth(z)
+    rs = lr * ew
     va, vb = vfill(s, alpha), vfill(s, beta)
     zero = efromre(vfill(s, 0.0), z)
     for j in range(n):
-        rj = ro + j * m * ew
+        rj = ro + j * rs
         i = j
         while i + 3 < n:
-            r0 = ro + i * m * ew
-            r1, r2, r3 = r0 + m * ew, r0 + 2 * m * ew, r0 + 3 * m * ew
+            r0 = ro + i * rs
+            r1, r2, r3 = r0 + rs, r0 + 2 * rs, r0 + 3 * rs
             a0 = a1 = a2 = a3 = zero
             for p in range(m):
                 b = eload(s, rj + p * ew, z)
@@ -255,17 +265,17 @@ def _herk(s, n, m, ro, alpha, beta, z):
                 a1 = efmac(eload(s, r1 + p * ew, z), b, a1)
                 a2 = efmac(eload(s, r2 + p * ew, z), b, a2)
                 a3 = efmac(eload(s, r3 + p * ew, z), b, a3)
-            _herk_store(s, (i * n + j) * ew, a0, va, vb, beta, i == j, z)
-            _herk_store(s, ((i + 1) * n + j) * ew, a1, va, vb, beta, False, z)
-            _herk_store(s, ((i + 2) * n + j) * ew, a2, va, vb, beta, False, z)
-            _herk_store(s, ((i + 3) * n + j) * ew, a3, va, vb, beta, False, z)
+            _herk_store(s, (i * lt + j) * ew, a0, va, vb, beta, i == j, z)
+            _herk_store(s, ((i + 1) * lt + j) * ew, a1, va, vb, beta, False, z)
+            _herk_store(s, ((i + 2) * lt + j) * ew, a2, va, vb, beta, False, z)
+            _herk_store(s, ((i + 3) * lt + j) * ew, a3, va, vb, beta, False, z)
             i += 4
         while i < n:
-            ri = ro + i * m * ew
+            ri = ro + i * rs
             a = zero
             for p in range(m):
                 a = efmac(eload(s, ri + p * ew, z), eload(s, rj + p * ew, z), a)
-            _herk_store(s, (i * n + j) * ew, a, va, vb, beta, i == j, z)
+            _herk_store(s, (i * lt + j) * ew, a, va, vb, beta, i == j, z)
             i += 1
 
 
@@ -281,12 +291,13 @@ def _herk_store(s, o, acc, va, vb, beta, diag, z):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _trtri(s, n, unit, z):
+def _trtri(s, n, lt, unit, z):
     """``L <- L^-1`` in place, columns right to left (LAPACK's TRTI2 order)."""
     ew = ewidth(z)
+    rs = lt * ew
     minus = efromre(vfill(s, -1.0), z)
     for j in range(n - 1, -1, -1):
-        ojj = (j * n + j) * ew
+        ojj = j * rs + j * ew
         ajj = minus
         if not unit:
             inv = erecip(eload(s, ojj, z))
@@ -295,35 +306,38 @@ def _trtri(s, n, unit, z):
         # column j below the diagonal <- X22 A[j+1:, j] * ajj, X22 the inverse found so far;
         # bottom-up, so that row i still reads the old values of the rows above it
         for i in range(n - 1, j, -1):
-            ri = i * n * ew
+            ri = i * rs
             acc = eload(s, ri + j * ew, z)
             if not unit:
                 acc = emul(eload(s, ri + i * ew, z), acc)
             for k in range(j + 1, i):
-                acc = efma(eload(s, ri + k * ew, z), eload(s, (k * n + j) * ew, z), acc)
+                acc = efma(eload(s, ri + k * ew, z), eload(s, k * rs + j * ew, z), acc)
             estore(s, ri + j * ew, emul(acc, ajj))
 
 
 @njit(cache=True, fastmath=_FAST)
-def _lauum(s, n, z):
+def _lauum(s, n, lt, z):
     """``L <- L^H L`` in the lower triangle, rows top-down (row i reads only rows below it)."""
     ew = ewidth(z)
+    rs = lt * ew
     zero = efromre(vfill(s, 0.0), z)
     for i in range(n):
         for j in range(i + 1):
             acc = zero
             for k in range(i, n):
-                acc = efmca(eload(s, (k * n + i) * ew, z), eload(s, (k * n + j) * ew, z), acc)
+                acc = efmca(eload(s, k * rs + i * ew, z), eload(s, k * rs + j * ew, z), acc)
             if i == j:
                 acc = efromre(ere(acc), z)
-            estore(s, (i * n + j) * ew, acc)
+            estore(s, i * rs + j * ew, acc)
 
 
 # ------------------------------------------------------------------------ pack / unpack
-# A canonical operand with ``rows`` rows (square for T) maps to member memory as follows: its
-# element (i, j), after reversing i (and j) if ``rev``, is memory element (i, j), or (j, i) if
-# ``tr``; memory is column-major with leading dimension ``ld`` (elements). Memory is walked in
-# blocks of W reals, each moved between W members and the scratch by one register transpose.
+# A canonical operand maps to member memory as follows: its element (i, j), after reversing i
+# (and j) if asked, is memory element (i, j), or (j, i) if ``tr``; memory is column-major with
+# leading dimension ``ld`` (elements). In scratch, element (i, j) is at ``i*rs + j*cs``
+# elements from the operand's start. Memory is walked column by column, in blocks of W reals,
+# each moved between W members and the scratch by one register transpose; only the rows of a
+# column that hold the operand's region are read or written.
 
 @njit(cache=True)
 def _canon(r, c, rows, cols, tr, rev_i, rev_j):
@@ -352,26 +366,21 @@ def _rows_of(c, mrows, tri, strict, tr, rev):
 
 
 @njit(cache=True)
-def _place(r, c, rows, cols, byrows, tr, rev_i, rev_j):
+def _place(r, c, rows, cols, rs, cs, tr, rev_i, rev_j):
     """Scratch index (in elements) of memory element (r, c), and its step as r grows by one."""
     i, j = _canon(r, c, rows, cols, tr, rev_i, rev_j)
-    lead = i * cols + j if byrows else i + j * rows
     if tr:  # r moves along j
-        step = 1 if byrows else rows
-        return lead, -step if rev_j else step
-    step = cols if byrows else 1
-    return lead, -step if rev_i else step
+        return i * rs + j * cs, -cs if rev_j else cs
+    return i * rs + j * cs, -rs if rev_i else rs
 
 
 @njit(cache=True, fastmath=_FAST)
-def _pack(s, dst, stage, rows, cols, byrows, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j,
+def _pack(s, dst, rs, cs, stage, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j,
           conj, scale, scaled, z):
     """Copy members ``b0 .. b0+nl-1`` into the lanes (idle lanes get zeros).
 
-    The canonical ``rows x cols`` operand goes to ``s[dst:]``, stored by rows if ``byrows``
-    else by columns; ``tri``: only its lower triangle (``strict``: without the diagonal).
-    Member memory is walked column by column, in blocks of W reals moved by one register
-    transpose each; only the rows of a column that hold the region are read.
+    The canonical ``rows x cols`` operand (its lower triangle if ``tri``, without the diagonal
+    if ``strict``) goes to ``s[dst:]``, conjugated if ``conj``, times ``scale`` if ``scaled``.
     """
     ew = ewidth(z)
     epr = ew // nlanes(z)              # reals per element
@@ -383,7 +392,7 @@ def _pack(s, dst, stage, rows, cols, byrows, tri, strict, addrs, b0, nl, ld, tr,
         lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
         if lo >= hi:
             continue
-        at, step = _place(lo, c, rows, cols, byrows, tr, rev_i, rev_j)
+        at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
         for e0 in range(lo, hi, per):
             cnt = min(per, hi - e0)
             tload(s, stage, addrs, b0, nl, (c * ld + e0) * isz, cnt * epr)
@@ -398,7 +407,7 @@ def _pack(s, dst, stage, rows, cols, byrows, tri, strict, addrs, b0, nl, ld, tr,
 
 
 @njit(cache=True, fastmath=_FAST)
-def _unpack(s, src, stage, rows, cols, byrows, tri, strict, addrs, b0, lanes, ld, tr, rev_i,
+def _unpack(s, src, rs, cs, stage, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i,
             rev_j, conj, z):
     """Copy the lanes set in the bit mask ``lanes`` back to their members (region only)."""
     ew = ewidth(z)
@@ -410,7 +419,7 @@ def _unpack(s, src, stage, rows, cols, byrows, tri, strict, addrs, b0, lanes, ld
         lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
         if lo >= hi:
             continue
-        at, step = _place(lo, c, rows, cols, byrows, tr, rev_i, rev_j)
+        at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
         for e0 in range(lo, hi, per):
             cnt = min(per, hi - e0)
             for u in range(cnt):
@@ -423,11 +432,11 @@ def _unpack(s, src, stage, rows, cols, byrows, tri, strict, addrs, b0, lanes, ld
 
 
 @njit(cache=True)
-def _zero_pivot(s, n, lane, z):
+def _zero_pivot(s, n, lt, lane, z):
     """1-based index of the first exactly zero diagonal element of lane ``lane``, else 0."""
     ew = ewidth(z)
     for j in range(n):
-        if lane_get(s, (j * n + j) * ew, lane, z) == 0:
+        if lane_get(s, (j * lt + j) * ew, lane, z) == 0:
             return j + 1
     return 0
 
@@ -439,63 +448,65 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
     """Pack, compute and unpack the members ``b0 .. b0+nl-1``."""
     w = nlanes(z)
     ew = ewidth(z)
-    ro = n * n * ew
-    stage = ro + n * m * ew
+    lt, lr = _stride(n), _stride(m if op == HERK else n)
+    ro = n * lt * ew
+    stage = ro + (n * lr if op == HERK else m * lr) * ew
     has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
+    rrs, rcs = (lr, 1) if op == HERK else (1, lr)
     tri_unit = unit and op in (TRSM, TRMM, TRTRI)
     for lane in range(w):
         linfo[lane] = 0
     if op != HERK or beta != 0:
-        _pack(s, 0, stage, n, n, True, True, tri_unit, tp, b0, nl, tld, ttr, trev, trev, tc,
+        _pack(s, 0, lt, 1, stage, n, n, True, tri_unit, tp, b0, nl, tld, ttr, trev, trev, tc,
               z, False, z)
     if tri_unit:
         one = efromre(vfill(s, 1.0), z)
         for j in range(n):
-            estore(s, (j * n + j) * ew, one)
+            estore(s, (j * lt + j) * ew, one)
     if has_r:
-        _pack(s, ro, stage, n, m, op == HERK, False, False, rp, b0, nl, rld, rtr, rrev, False,
+        _pack(s, ro, rrs, rcs, stage, n, m, False, False, rp, b0, nl, rld, rtr, rrev, False,
               rc, alpha, op in (TRSM, TRMM) and alpha != 1, z)
     if (op == TRTRI and not unit) or op == POTRI:
         for lane in range(nl):
-            linfo[lane] = _zero_pivot(s, n, lane, z)
+            linfo[lane] = _zero_pivot(s, n, lt, lane, z)
     if op == TRSM:
-        _trsm(s, n, m, ro, unit, z)
+        _trsm(s, n, m, lt, ro, lr, unit, z)
     elif op == TRMM:
-        _trmm(s, n, m, ro, unit, z)
+        _trmm(s, n, m, lt, ro, lr, unit, z)
     elif op == HERK:
-        _herk(s, n, m, ro, alpha.real, beta, z)
+        _herk(s, n, m, lt, ro, lr, alpha.real, beta, z)
     elif op == TRTRI:
-        _trtri(s, n, unit, z)
+        _trtri(s, n, lt, unit, z)
     elif op == LAUUM:
-        _lauum(s, n, z)
+        _lauum(s, n, lt, z)
     elif op == POTRI:
-        _trtri(s, n, False, z)
-        _lauum(s, n, z)
+        _trtri(s, n, lt, False, z)
+        _lauum(s, n, lt, z)
     else:  # POTRF, POTI, POTRS, POSV
         if op != POTRS:
-            _potrf(s, n, z, linfo)
+            _potrf(s, n, lt, z, linfo)
         if op == POTI:
             failed = _lane_bits(linfo, nl, True)
             if failed:  # failing members keep the partial factorization
-                _unpack(s, 0, stage, n, n, True, True, False, tp, b0, failed, tld, ttr, trev,
+                _unpack(s, 0, lt, 1, stage, n, n, True, False, tp, b0, failed, tld, ttr, trev,
                         trev, tc, z)
-            _trtri(s, n, False, z)
-            _lauum(s, n, z)
+            _trtri(s, n, lt, False, z)
+            _lauum(s, n, lt, z)
         elif op != POTRF:
-            _trsm(s, n, m, ro, False, z)
-            _trsm_lh(s, n, m, ro, z)
+            _trsm(s, n, m, lt, ro, lr, False, z)
+            _trsm_lh(s, n, m, lt, ro, lr, z)
     good = _lane_bits(linfo, nl, False)
     for lane in range(nl):
         info[b0 + lane] = linfo[lane]
     if op in (HERK, POTRF, LAUUM, POSV):
-        t_lanes = _lane_bits(linfo, nl, False) | _lane_bits(linfo, nl, True)
+        t_lanes = good | _lane_bits(linfo, nl, True)
     else:
         t_lanes = good
     if op in (HERK, POTRF, TRTRI, LAUUM, POTRI, POTI, POSV) and t_lanes:
-        _unpack(s, 0, stage, n, n, True, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev,
+        _unpack(s, 0, lt, 1, stage, n, n, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev,
                 tc, z)
     if op in (TRSM, TRMM, POTRS, POSV) and good:
-        _unpack(s, ro, stage, n, m, False, False, False, rp, b0, good, rld, rtr, rrev, False,
+        _unpack(s, ro, rrs, rcs, stage, n, m, False, False, rp, b0, good, rld, rtr, rrev, False,
                 rc, z)
 
 
@@ -534,7 +545,8 @@ def _work(t, nt, params, z):
     ew = ewidth(z)
     nchunks = (nb + w - 1) // w
     has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
-    s = scratch((n * n + (n * m if has_r else 0)) * ew + w * w, z)
+    size = n * _stride(n) + (max(n * _stride(m), m * _stride(n)) if has_r else 0)
+    s = scratch(size * ew + w * w, z)
     linfo = np.zeros(w, np.int64)
     for c in range(t * nchunks // nt, (t + 1) * nchunks // nt):
         b0 = c * w

@@ -1,0 +1,291 @@
+"""Timing of the batched operations against NumPy and SciPy on the same stacks.
+
+Each :class:`BatchedCase` is one operation on a C-ordered stack of ``batch`` matrices of order
+``n``. :func:`time_case` times ``tricov.batched.<op>`` and its peers on the same data:
+
+* a *batched* NumPy peer where NumPy has one (``numpy.linalg.cholesky`` for POTRF,
+  ``numpy.linalg.solve`` for POSV, ``numpy.linalg.inv`` for TRTRI/POTRI/POTI, ``numpy.matmul``
+  for TRMM, SYRK and LAUUM), which loops over the members in C;
+* a *per-member loop* over SciPy's LAPACK wrappers (``scipy.linalg.lapack``), the code a user
+  would write without tricov; it is timed on at most ``loop_members`` members and scaled to
+  the batch.
+
+Every call gets fresh copies of the same non-zero inputs (restored outside the timed region);
+the reported time is the median of ``repeats`` rounds in which the contenders take turns. Rates
+are GFLOP/s with the flop counts of :mod:`tricov.bench.flops` and GB/s with
+:func:`bytes_moved`, the bytes each member must move at least once (triangles count their
+triangle only). Nothing here asserts a speed; ``python -m tricov.batched.bench`` prints a table.
+
+>>> from tricov.batched.bench import BatchedCase, time_case
+>>> r = time_case(BatchedCase("potrf", n=8, batch=64), repeats=1, loop_members=8)
+>>> sorted(r.seconds) == ["numpy", "scipy-loop", "tricov"]
+True
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["OPS", "BatchedCase", "Result", "bench_cases", "bytes_moved", "make_inputs", "main",
+           "time_case"]
+
+#: The batched operations, in the order they are listed.
+OPS = ("potrf", "potrs", "posv", "trsm", "trmm", "syrk", "trtri", "lauum", "potri", "poti")
+_RHS_OPS = ("potrs", "posv", "trsm", "trmm", "syrk")
+
+Arrays = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class BatchedCase:
+    """One benchmark: ``op`` on ``batch`` matrices of order ``n``.
+
+    Attributes
+    ----------
+    op : str
+        One of :data:`OPS`.
+    n : int
+        Order of the square (triangular, SPD) members.
+    batch : int
+        Number of members.
+    nrhs : int
+        Columns of B (POTRS, POSV, TRSM, TRMM) or ``k`` of SYRK; ``n`` if 0.
+    dtype : str
+    """
+
+    op: str
+    n: int
+    batch: int = 10240
+    nrhs: int = 0
+    dtype: str = "float64"
+
+    @property
+    def k(self) -> int:
+        """The second dimension: ``nrhs`` or ``n``."""
+        return self.nrhs or self.n
+
+    def dims(self) -> tuple[int, ...]:
+        """The dimensions of one member as :func:`tricov.bench.flops.flops` takes them."""
+        return (self.n, self.k) if self.op in _RHS_OPS else (self.n,)
+
+    def flops(self) -> float:
+        """Flops of the whole batch."""
+        from ..bench.flops import flops
+
+        return self.batch * flops(self.op, self.dims(), np.dtype(self.dtype))
+
+    def label(self) -> str:
+        dims = "x".join(str(d) for d in self.dims())
+        return f"{self.op} {dims} x{self.batch} {self.dtype}"
+
+
+def bench_cases(ops: Sequence[str] = OPS, sizes: Sequence[int] = (4, 8, 16, 32, 64, 128),
+                batch: int = 10240, dtypes: Sequence[str] = ("float64",)) -> list[BatchedCase]:
+    """The default grid: every op, order and dtype, square right-hand sides (``nrhs = n``)."""
+    return [BatchedCase(op, n, batch, 0, dt) for op in ops for dt in dtypes for n in sizes]
+
+
+def bytes_moved(case: BatchedCase) -> int:
+    """Bytes every member must read or write at least once (a triangle: its triangle only)."""
+    n, k = case.n, case.k
+    tri, rect = n * (n + 1) // 2, n * k
+    per = {
+        "potrf": 2 * tri, "trtri": 2 * tri, "lauum": 2 * tri, "potri": 2 * tri,
+        "poti": 2 * tri, "potrs": tri + 2 * rect, "posv": 2 * tri + 2 * rect,
+        "trsm": tri + 2 * rect, "trmm": tri + 2 * rect, "syrk": rect + 2 * tri,
+    }[case.op]
+    return case.batch * per * np.dtype(case.dtype).itemsize
+
+
+# --------------------------------------------------------------------------------- inputs
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    x = rng.uniform(-1.0, 1.0, shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.uniform(-1.0, 1.0, shape)
+    return x.astype(dtype)
+
+
+def make_inputs(case: BatchedCase, rng: np.random.Generator) -> Arrays:
+    """Fresh, non-zero, well-conditioned C-ordered stacks for ``case``."""
+    dt = np.dtype(case.dtype)
+    n, k, b = case.n, case.k, case.batch
+    eye = np.eye(n, dtype=dt)
+    g = _random(rng, (b, n, n), dt)
+    spd = (g + np.swapaxes(g, -1, -2).conj()) / 2 + 2 * n * eye
+    tri = np.tril(g) + 2 * n * eye  # a well-conditioned factor-like lower triangle
+    rhs = _random(rng, (b, n, k), dt)
+    if case.op in ("potrf", "poti"):
+        return {"A": spd}
+    if case.op == "posv":
+        return {"A": spd, "B": rhs}
+    if case.op == "potrs":
+        return {"L": tri, "B": rhs}
+    if case.op in ("trsm", "trmm"):
+        return {"A": tri, "B": rhs}
+    if case.op == "syrk":
+        return {"A": rhs, "C": spd}
+    return {"A": tri}
+
+
+_OUTPUTS = {"potrf": ("A",), "poti": ("A",), "trtri": ("A",), "lauum": ("A",),
+            "potri": ("A",), "posv": ("A", "B"), "potrs": ("B",), "trsm": ("B",),
+            "trmm": ("B",), "syrk": ("C",)}
+
+
+# ---------------------------------------------------------------------------- contenders
+def _tricov_call(case: BatchedCase) -> Callable[[Arrays], Any]:
+    from .. import batched
+
+    fn = getattr(batched, case.op)
+    if case.op == "syrk":
+        return lambda x: fn(x["A"], x["C"], beta=1.0)
+    names = {"potrs": ("L", "B"), "posv": ("A", "B"), "trsm": ("A", "B"), "trmm": ("A", "B")}
+    args = names.get(case.op, ("A",))
+    return lambda x: fn(*(x[a] for a in args))
+
+
+def _numpy_call(case: BatchedCase) -> Callable[[Arrays], Any] | None:
+    op = case.op
+    if op == "potrf":
+        return lambda x: np.linalg.cholesky(x["A"])
+    if op == "posv":
+        return lambda x: np.linalg.solve(x["A"], x["B"])
+    if op in ("trtri", "potri", "poti"):
+        return lambda x: np.linalg.inv(x["A"])
+    if op == "trmm":
+        return lambda x: np.matmul(x["A"], x["B"])
+    if op == "syrk":
+        return lambda x: np.matmul(x["A"], np.swapaxes(x["A"], -1, -2).conj())
+    if op == "lauum":
+        return lambda x: np.matmul(np.swapaxes(x["A"], -1, -2).conj(), x["A"])
+    return None
+
+
+def _loop_call(case: BatchedCase) -> Callable[[Arrays, int], Any]:
+    from scipy.linalg import lapack, solve_triangular
+
+    dt = np.dtype(case.dtype)
+    (potrf, potrs, posv, trtri, lauum, potri) = lapack.get_lapack_funcs(
+        ("potrf", "potrs", "posv", "trtri", "lauum", "potri"), dtype=dt)
+    op = case.op
+
+    def each(x: Arrays, count: int) -> None:
+        for i in range(count):
+            if op == "potrf":
+                potrf(x["A"][i], lower=1, overwrite_a=1)
+            elif op == "poti":
+                c, _ = potrf(x["A"][i], lower=1)
+                potri(c, lower=1)
+            elif op == "potrs":
+                potrs(x["L"][i], x["B"][i], lower=1)
+            elif op == "posv":
+                posv(x["A"][i], x["B"][i], lower=1)
+            elif op in ("trsm", "trmm"):
+                if op == "trsm":
+                    solve_triangular(x["A"][i], x["B"][i], lower=True, check_finite=False)
+                else:
+                    np.tril(x["A"][i]) @ x["B"][i]
+            elif op == "syrk":
+                a = x["A"][i]
+                a @ a.conj().T
+            elif op == "trtri":
+                trtri(x["A"][i], lower=1)
+            elif op == "lauum":
+                lauum(x["A"][i], lower=1)
+            else:  # potri
+                potri(x["A"][i], lower=1)
+
+    return each
+
+
+# -------------------------------------------------------------------------------- timing
+@dataclass
+class Result:
+    """Median seconds of each contender on one case, with the derived rates.
+
+    Attributes
+    ----------
+    case : BatchedCase
+    seconds : dict of str to float
+        ``"tricov"``, ``"numpy"`` (if NumPy has a batched peer) and ``"scipy-loop"`` (scaled
+        from ``loop_members`` members to the whole batch).
+    """
+
+    case: BatchedCase
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def gflops(self, who: str = "tricov") -> float:
+        return self.case.flops() / self.seconds[who] / 1e9
+
+    def gbytes(self, who: str = "tricov") -> float:
+        return bytes_moved(self.case) / self.seconds[who] / 1e9
+
+    def speedup(self, peer: str) -> float:
+        """How many times faster tricov is than ``peer``."""
+        return self.seconds[peer] / self.seconds["tricov"]
+
+
+def time_case(case: BatchedCase, *, repeats: int = 5, loop_members: int = 512,
+              seed: int = 0) -> Result:
+    """Time tricov and its peers on ``case`` (see the module notes)."""
+    rng = np.random.default_rng(seed)
+    pristine = make_inputs(case, rng)
+    outputs = _OUTPUTS[case.op]
+    work = {k: v.copy() for k, v in pristine.items()}
+
+    def restore() -> None:
+        for k in outputs:
+            np.copyto(work[k], pristine[k])
+
+    count = min(case.batch, loop_members)
+    loop = _loop_call(case)
+    ours = _tricov_call(case)
+    contenders: dict[str, Callable[[], Any]] = {"tricov": lambda: ours(work)}
+    numpy_peer = _numpy_call(case)
+    if numpy_peer is not None:
+        contenders["numpy"] = lambda: numpy_peer(work)
+    contenders["scipy-loop"] = lambda: loop(work, count)
+    scale = {"scipy-loop": case.batch / count}
+    samples: dict[str, list[float]] = {k: [] for k in contenders}
+    for fn in contenders.values():  # warm-up (compiles the kernels)
+        restore()
+        fn()
+    for r in range(repeats):
+        names = list(contenders)
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            restore()
+            t0 = time.perf_counter()
+            contenders[name]()
+            samples[name].append((time.perf_counter() - t0) * scale.get(name, 1.0))
+    return Result(case, {k: statistics.median(v) for k, v in samples.items()})
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m tricov.batched.bench [--ops ...] [--sizes ...] [--batch B] [--dtype D]``."""
+    parser = argparse.ArgumentParser(prog="python -m tricov.batched.bench",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
+    parser.add_argument("--sizes", nargs="+", type=int, default=[4, 8, 16, 32, 64, 128])
+    parser.add_argument("--batch", type=int, default=10240)
+    parser.add_argument("--dtype", nargs="+", default=["float64"])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'x numpy':>8} "
+            f"{'x loop':>7}")
+    print(head)
+    for case in bench_cases(args.ops, args.sizes, args.batch, args.dtype):
+        r = time_case(case, repeats=args.repeats)
+        vs_np = f"{r.speedup('numpy'):8.1f}" if "numpy" in r.seconds else f"{'-':>8}"
+        print(f"{case.label():34} {r.seconds['tricov'] * 1e3:10.2f} {r.gflops():8.2f} "
+              f"{r.gbytes():7.2f} {vs_np} {r.speedup('scipy-loop'):7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
