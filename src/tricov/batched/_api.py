@@ -35,11 +35,12 @@ def _engine(batch: Batch, group: Group) -> CPUEngine:
     return CPUEngine(batch.dtype, group)
 
 
-def _scatter(info: np.ndarray, group: Group, values: np.ndarray) -> None:
+def _scatter(info: np.ndarray, group: Group, values: np.ndarray) -> np.ndarray:
+    """The batch's info with a group's placed in it (a group of all members: its own)."""
     if group.index is None:
-        info[:] = values
-    else:
-        info[group.index] = values
+        return values
+    info[group.index] = values
+    return info
 
 
 def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: Any) -> Any:
@@ -47,8 +48,8 @@ def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: An
     info = info.reshape(batch.shape)
     if not check:
         return info
-    failed = np.flatnonzero(info)
-    if failed.size:
+    if info.any():
+        failed = np.flatnonzero(info)
         orders = info.reshape(-1)[failed]
         what = "leading minor" if error is NotPositiveDefiniteError else "zero diagonal element"
         shown = ", ".join(f"{int(i)} ({what} {int(k)})"
@@ -220,7 +221,7 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
                 continue
             out = getattr(_engine(batch, g), kind)(_lower_view(a, lower), **kw)
             if error is not None:
-                _scatter(info, g, out)
+                info = _scatter(info, g, out)
     if error is None:
         return A
     return _finish(batch, info, check, error, A)
@@ -427,5 +428,5 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
             a, b = g.views
             if a.rows == 0:
                 continue
-            _scatter(info, g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
+            info = _scatter(info, g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
     return _finish(batch, info, check, NotPositiveDefiniteError, B)

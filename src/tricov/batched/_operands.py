@@ -18,6 +18,7 @@ length (a list).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +165,8 @@ class Batch:
     is_list : bool
     shape : tuple of int
         The batch shape: the leading dimensions of a stack, ``(len(list),)`` for a list.
+    count : int
+        Number of members.
     """
 
     def __init__(self, *items: tuple[str, Any, bool]) -> None:
@@ -202,16 +205,10 @@ class Batch:
                 desc = ", ".join(f"{op.name} has {op.arrays[0].shape[:-2]}" for op in ops)
                 raise ValueError(f"the stacks must have one batch shape ({desc})")
             self.shape = shapes.pop()
-        _check_overlaps(ops)
-
-    @property
-    def count(self) -> int:
-        """Number of members."""
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def member_shapes(self, k: int) -> list[tuple[int, int]]:
-        """Shapes of member ``k`` of every operand (any ``k`` for stacks)."""
-        return [op.shape_of(k) for op in self.ops]
+        #: Number of members.
+        self.count = math.prod(self.shape)
+        if len(ops) > 1 or self.is_list:
+            _check_overlaps(ops)
 
     # ------------------------------------------------------------------ groups
     def __enter__(self) -> list[Group]:
@@ -229,32 +226,33 @@ class Batch:
             op._copies.clear()
 
     def _stack_groups(self) -> list[Group]:
-        views, ptrs = [], []
+        views = []
+        ptrs = np.empty((len(self.ops), self.count), np.int64)
         for slot, op in enumerate(self.ops):
             arr = op.arrays[0]
-            if arr.shape[-1] == 0 or arr.shape[-2] == 0:
-                views.append(Mat(slot << SLOT_BITS, arr.shape[-2], arr.shape[-1],
-                                 max(1, arr.shape[-2]), 0, arr.itemsize))
-                ptrs.append(np.zeros(self.count, np.int64))
+            rows, cols = arr.shape[-2:]
+            if rows == 0 or cols == 0:
+                views.append(Mat(slot << SLOT_BITS, rows, cols, max(1, rows), 0, arr.itemsize))
+                ptrs[slot] = 0
                 continue
-            first = np.lib.stride_tricks.as_strided(arr, arr.shape[-2:], arr.strides[-2:])
-            view = view_of(first)
+            lead = (0,) * (arr.ndim - 2)
+            view = view_of(arr[lead])
             if view is None:
                 work = np.ascontiguousarray(arr)
                 op._copies.append((arr, work))
                 arr = work
-                view = view_of(np.lib.stride_tricks.as_strided(arr, arr.shape[-2:],
-                                                               arr.strides[-2:]))
-            offsets = np.zeros(arr.shape[:-2], np.int64)
-            for d, (extent, stride) in enumerate(zip(arr.shape[:-2], arr.strides[:-2],
-                                                           strict=True)):
-                shape = [1] * offsets.ndim
-                shape[d] = extent
-                offsets = offsets + (np.arange(extent, dtype=np.int64) * stride).reshape(shape)
+                view = view_of(arr[lead])
             views.append(Mat(slot << SLOT_BITS, view.mrows, view.mcols, view.ld, view.op,
                              view.itemsize))
-            ptrs.append(offsets.reshape(-1) + arr.ctypes.data)
-        return [Group(tuple(views), np.stack(ptrs), None)]
+            row = ptrs[slot].reshape(arr.shape[:-2])
+            row[...] = arr.ctypes.data
+            for d, (extent, stride) in enumerate(zip(arr.shape[:-2], arr.strides[:-2],
+                                                     strict=True)):
+                if extent > 1:
+                    shape = [1] * row.ndim
+                    shape[d] = extent
+                    row += (np.arange(extent, dtype=np.int64) * stride).reshape(shape)
+        return [Group(tuple(views), ptrs, None)]
 
     def _list_groups(self) -> list[Group]:
         keys: dict[tuple, list[int]] = {}

@@ -204,13 +204,6 @@ def _prefix_mask(builder, w: int, count):
     return builder.icmp_unsigned("<", idx, cnt)
 
 
-def _bits_mask(builder, w: int, bits):
-    """``<w x i1>``: lane ``k`` set where bit ``k`` of ``bits`` is set."""
-    one = ir.Constant(ir.VectorType(ir.IntType(64), w), [1 << k for k in range(w)])
-    anded = builder.and_(_splat_int(builder, w, bits), one)
-    return builder.icmp_unsigned("!=", anded, ir.Constant(anded.type, [0] * w))
-
-
 def _splat_int(builder, w: int, value):
     vec = ir.Constant(ir.VectorType(ir.IntType(64), w), ir.Undefined)
     for k in range(w):
@@ -218,11 +211,18 @@ def _splat_int(builder, w: int, value):
     return vec
 
 
-def _stage_ptrs(context, builder, arr_type, arr, stage, lane: LaneVector):
+def _scratch_ptrs(context, builder, arr_type, arr, dst, step, epr: int, lane: LaneVector):
+    """Pointers to the ``W`` lane vectors of a block in scratch: vector ``t`` (real ``t`` of
+    every member) belongs to element ``t // epr`` (``epr`` reals per element), at
+    ``dst + (t // epr) * step + (t % epr) * W`` reals."""
     ary = context.make_array(arr_type)(context, builder, arr)
     vptr = ir.PointerType(context.get_value_type(lane))
-    return [builder.bitcast(builder.gep(ary.data, [builder.add(stage, ir.Constant(
-        stage.type, k * lane.count))]), vptr) for k in range(lane.count)]
+    out = []
+    for t in range(lane.count):
+        off = builder.add(builder.add(dst, builder.mul(step, ir.Constant(step.type, t // epr))),
+                          ir.Constant(dst.type, (t % epr) * lane.count))
+        out.append(builder.bitcast(builder.gep(ary.data, [off]), vptr))
+    return out
 
 
 def _member_ptr(context, builder, addrs_type, addrs, first, k, off, vt):
@@ -232,20 +232,43 @@ def _member_ptr(context, builder, addrs_type, addrs, first, k, off, vt):
     return builder.inttoptr(builder.add(addr, off), ir.PointerType(vt))
 
 
-@intrinsic
-def tload(typingctx, s, stage, addrs, first, nl, off, count):
-    """Load ``count <= W`` reals at byte offset ``off`` of members ``first .. first+nl-1``.
+def _check_block(s, z, addrs) -> bool:
+    return (_is_real_array(s) and isinstance(z, (types.Float, types.Complex))
+            and isinstance(addrs, types.Array))
 
-    Member ``first + k`` is read at ``addrs[first + k] + off`` into lane ``k``; the block is
-    transposed, so that vector ``t`` at ``s[stage + t*W]`` holds real ``t`` of every member.
-    Lanes ``k >= nl`` and reals ``t >= count`` are zero. Reads nothing outside the block.
+
+def _reals_per_element(z) -> int:
+    return 2 if isinstance(z, types.Complex) else 1
+
+
+def _conj_part(builder, vec, t: int, epr: int, conj):
+    """``-vec`` if it holds imaginary parts (``t`` odd for complex) and ``conj`` is set."""
+    if epr == 1 or t % 2 == 0:
+        return vec
+    flag = conj if conj.type == ir.IntType(1) else builder.icmp_unsigned(
+        "!=", conj, ir.Constant(conj.type, 0))
+    return builder.select(flag, builder.fneg(vec), vec)
+
+
+@intrinsic
+def tload(typingctx, s, dst, step, z, conj, addrs, first, nl, off, count):
+    """Load a block of ``count <= W`` reals of ``W`` members into scratch, transposed.
+
+    Member ``first + k`` (``k < nl``) is read at ``addrs[first + k] + off`` bytes into lane
+    ``k``; after the register transpose, vector ``t < count`` (real ``t`` of every member) is
+    stored at ``s[dst + (t // epr) * step + (t % epr) * W]``: element ``t // epr`` of a run of
+    elements ``step`` reals apart, its imaginary plane ``W`` reals after its real one for
+    complex data (``epr = 2`` reals per element when ``z``, a zero of the member dtype, is
+    complex), negated if ``conj``. Lanes ``k >= nl`` get zeros. Memory outside the block is
+    not read.
     """
-    if not (_is_real_array(s) and isinstance(addrs, types.Array)):
+    if not _check_block(s, z, addrs):
         return None
     lane = LaneVector(s.dtype)
+    e = _reals_per_element(z)
 
     def codegen(context, builder, sig, args):
-        sa, st, ad, fi, nlv, of, cnt = args
+        sa, ds, st, _, cj, ad, fi, nlv, of, cnt = args
         vt = context.get_value_type(lane)
         w = lane.count
         zero = ir.Constant(vt, [0.0] * w)
@@ -256,7 +279,7 @@ def tload(typingctx, s, stage, addrs, first, nl, off, count):
             active = builder.icmp_signed(">", nlv, ir.Constant(nlv.type, k))
             with builder.if_else(active) as (then, otherwise):
                 with then:
-                    ptr = _member_ptr(context, builder, sig.args[2], ad, fi, k, of, vt)
+                    ptr = _member_ptr(context, builder, sig.args[5], ad, fi, k, of, vt)
                     with builder.if_else(full) as (all_, part):
                         with all_:
                             v_all = builder.load(ptr, align=1)
@@ -275,40 +298,56 @@ def tload(typingctx, s, stage, addrs, first, nl, off, count):
             row.add_incoming(loaded, b_then)
             row.add_incoming(zero, b_else)
             rows.append(row)
-        for ptr, vec in zip(_stage_ptrs(context, builder, sig.args[0], sa, st, lane),
-                            _transpose(builder, rows), strict=True):
-            builder.store(vec, ptr, align=1)
+        ptrs = _scratch_ptrs(context, builder, sig.args[0], sa, ds, st, e, lane)
+        for t, vec in enumerate(_transpose(builder, rows)):
+            inside = builder.icmp_signed(">", cnt, ir.Constant(cnt.type, t))
+            with builder.if_then(inside):
+                builder.store(_conj_part(builder, vec, t, e, cj), ptrs[t], align=1)
         return context.get_dummy_value()
 
-    return types.void(s, stage, addrs, first, nl, off, count), codegen
+    return types.void(s, dst, step, z, conj, addrs, first, nl, off, count), codegen
 
 
 @intrinsic
-def tstore(typingctx, s, stage, addrs, first, lanes, off, bits):
-    """The inverse of :func:`tload`: write the block staged at ``s[stage:]`` back to members.
+def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, count):
+    """The inverse of :func:`tload`: write ``count`` reals of each lane set in ``lanes`` back.
 
-    Vector ``t`` of the stage holds real ``t`` of every lane; after transposing, lane ``k`` is
-    stored at ``addrs[first + k] + off`` for each lane whose bit is set in ``lanes``, only the
-    reals ``t`` whose bit is set in ``bits`` (a masked store: other memory is not touched).
+    Vector ``t < count`` is read at ``s[src + (t // epr) * step + (t % epr) * W]`` (negated
+    if it is an imaginary plane and ``conj``); after the transpose, member ``first + k`` gets its
+    ``count`` reals at ``addrs[first + k] + off`` bytes, for each bit ``k`` set in ``lanes``
+    (a masked store: memory outside the block is not touched).
     """
-    if not (_is_real_array(s) and isinstance(addrs, types.Array)):
+    if not _check_block(s, z, addrs):
         return None
     lane = LaneVector(s.dtype)
+    e = _reals_per_element(z)
 
     def codegen(context, builder, sig, args):
-        sa, st, ad, fi, lanes_, of, bt = args
+        sa, sr, st, _, cj, ad, fi, lanes_, of, cnt = args
         vt = context.get_value_type(lane)
         w = lane.count
-        staged = [builder.load(p, align=1)
-                  for p in _stage_ptrs(context, builder, sig.args[0], sa, st, lane)]
-        rows = _transpose(builder, staged)
-        mask = _bits_mask(builder, w, bt)
+        rows = []
+        for t, ptr in enumerate(_scratch_ptrs(context, builder, sig.args[0], sa, sr, st, e,
+                                              lane)):
+            inside = builder.icmp_signed(">", cnt, ir.Constant(cnt.type, t))
+            with builder.if_else(inside) as (then, otherwise):
+                with then:
+                    v_in = _conj_part(builder, builder.load(ptr, align=1), t, e, cj)
+                    b_in = builder.block
+                with otherwise:
+                    b_out = builder.block
+            row = builder.phi(vt)
+            row.add_incoming(v_in, b_in)
+            row.add_incoming(ir.Constant(vt, [0.0] * w), b_out)
+            rows.append(row)
+        rows = _transpose(builder, rows)
+        mask = _prefix_mask(builder, w, cnt)
         for k in range(w):
             bit = builder.and_(lanes_, ir.Constant(lanes_.type, 1 << k))
             active = builder.icmp_unsigned("!=", bit, ir.Constant(lanes_.type, 0))
             with builder.if_then(active):
-                ptr = _member_ptr(context, builder, sig.args[2], ad, fi, k, of, vt)
+                ptr = _member_ptr(context, builder, sig.args[5], ad, fi, k, of, vt)
                 _masked(builder, "store", vt, [rows[k], ptr, ir.Constant(ir.IntType(32), 1), mask])
         return context.get_dummy_value()
 
-    return types.void(s, stage, addrs, first, lanes, off, bits), codegen
+    return types.void(s, src, step, z, conj, addrs, first, lanes, off, count), codegen

@@ -59,6 +59,7 @@ from .lanes import (
     itemsize,
     lane_get,
     nlanes,
+    prefetch,
     scratch,
 )
 from .simd import lanes, tload, tstore, vdiv, vfill, vsqrt
@@ -375,19 +376,17 @@ def _place(r, c, rows, cols, rs, cs, tr, rev_i, rev_j):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _pack(s, dst, rs, cs, stage, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j,
-          conj, scale, scaled, z):
+def _pack(s, dst, rs, cs, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j, conj,
+          z):
     """Copy members ``b0 .. b0+nl-1`` into the lanes (idle lanes get zeros).
 
     The canonical ``rows x cols`` operand (its lower triangle if ``tri``, without the diagonal
-    if ``strict``) goes to ``s[dst:]``, conjugated if ``conj``, times ``scale`` if ``scaled``.
+    if ``strict``) goes to ``s[dst:]``, conjugated if ``conj``.
     """
     ew = ewidth(z)
-    epr = ew // nlanes(z)              # reals per element
-    per = nlanes(z) // epr             # elements per block
+    per = nlanes(z) * nlanes(z) // ew  # elements per block of W reals
     isz = itemsize(z)
     mrows, mcols = (cols, rows) if tr else (rows, cols)
-    factor = efill(s, scale)
     for c in range(mcols):
         lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
         if lo >= hi:
@@ -395,24 +394,17 @@ def _pack(s, dst, rs, cs, stage, rows, cols, tri, strict, addrs, b0, nl, ld, tr,
         at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
         for e0 in range(lo, hi, per):
             cnt = min(per, hi - e0)
-            tload(s, stage, addrs, b0, nl, (c * ld + e0) * isz, cnt * epr)
-            for u in range(cnt):
-                v = eload(s, stage + u * ew, z)
-                if conj:
-                    v = econj(v)
-                if scaled:
-                    v = emul(v, factor)
-                estore(s, dst + at * ew, v)
-                at += step
+            tload(s, dst + at * ew, step * ew, z, conj, addrs, b0, nl,
+                  (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+            at += cnt * step
 
 
 @njit(cache=True, fastmath=_FAST)
-def _unpack(s, src, rs, cs, stage, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i,
-            rev_j, conj, z):
+def _unpack(s, src, rs, cs, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i, rev_j,
+            conj, z):
     """Copy the lanes set in the bit mask ``lanes`` back to their members (region only)."""
     ew = ewidth(z)
-    epr = ew // nlanes(z)
-    per = nlanes(z) // epr
+    per = nlanes(z) * nlanes(z) // ew
     isz = itemsize(z)
     mrows, mcols = (cols, rows) if tr else (rows, cols)
     for c in range(mcols):
@@ -422,13 +414,29 @@ def _unpack(s, src, rs, cs, stage, rows, cols, tri, strict, addrs, b0, lanes, ld
         at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
         for e0 in range(lo, hi, per):
             cnt = min(per, hi - e0)
-            for u in range(cnt):
-                v = eload(s, src + at * ew, z)
-                if conj:
-                    v = econj(v)
-                estore(s, stage + u * ew, v)
-                at += step
-            tstore(s, stage, addrs, b0, lanes, (c * ld + e0) * isz, (1 << (cnt * epr)) - 1)
+            tstore(s, src + at * ew, step * ew, z, conj, addrs, b0, lanes,
+                   (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+            at += cnt * step
+
+
+@njit(cache=True)
+def _prefetch(addrs, b0, nl, span):
+    """Prefetch the ``span`` bytes at each of ``addrs[b0 : b0 + nl]`` (the next chunk)."""
+    for k in range(nl):
+        base = addrs[b0 + k]
+        for off in range(0, span, 64):
+            prefetch(base + off)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _scale(s, ro, n, m, lr, alpha, z):
+    """``R <- alpha R`` (R by columns, stride ``lr``)."""
+    ew = ewidth(z)
+    factor = efill(s, alpha)
+    for j in range(m):
+        for i in range(n):
+            o = ro + (i + j * lr) * ew
+            estore(s, o, emul(eload(s, o, z), factor))
 
 
 @njit(cache=True)
@@ -450,22 +458,21 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
     ew = ewidth(z)
     lt, lr = _stride(n), _stride(m if op == HERK else n)
     ro = n * lt * ew
-    stage = ro + (n * lr if op == HERK else m * lr) * ew
     has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
     rrs, rcs = (lr, 1) if op == HERK else (1, lr)
     tri_unit = unit and op in (TRSM, TRMM, TRTRI)
     for lane in range(w):
         linfo[lane] = 0
     if op != HERK or beta != 0:
-        _pack(s, 0, lt, 1, stage, n, n, True, tri_unit, tp, b0, nl, tld, ttr, trev, trev, tc,
-              z, False, z)
+        _pack(s, 0, lt, 1, n, n, True, tri_unit, tp, b0, nl, tld, ttr, trev, trev, tc, z)
     if tri_unit:
         one = efromre(vfill(s, 1.0), z)
         for j in range(n):
             estore(s, (j * lt + j) * ew, one)
     if has_r:
-        _pack(s, ro, rrs, rcs, stage, n, m, False, False, rp, b0, nl, rld, rtr, rrev, False,
-              rc, alpha, op in (TRSM, TRMM) and alpha != 1, z)
+        _pack(s, ro, rrs, rcs, n, m, False, False, rp, b0, nl, rld, rtr, rrev, False, rc, z)
+        if op in (TRSM, TRMM) and alpha != 1:
+            _scale(s, ro, n, m, lr, alpha, z)
     if (op == TRTRI and not unit) or op == POTRI:
         for lane in range(nl):
             linfo[lane] = _zero_pivot(s, n, lt, lane, z)
@@ -488,8 +495,8 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
         if op == POTI:
             failed = _lane_bits(linfo, nl, True)
             if failed:  # failing members keep the partial factorization
-                _unpack(s, 0, lt, 1, stage, n, n, True, False, tp, b0, failed, tld, ttr, trev,
-                        trev, tc, z)
+                _unpack(s, 0, lt, 1, n, n, True, False, tp, b0, failed, tld, ttr, trev, trev,
+                        tc, z)
             _trtri(s, n, lt, False, z)
             _lauum(s, n, lt, z)
         elif op != POTRF:
@@ -503,11 +510,10 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
     else:
         t_lanes = good
     if op in (HERK, POTRF, TRTRI, LAUUM, POTRI, POTI, POSV) and t_lanes:
-        _unpack(s, 0, lt, 1, stage, n, n, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev,
-                tc, z)
+        _unpack(s, 0, lt, 1, n, n, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev, tc,
+                z)
     if op in (TRSM, TRMM, POTRS, POSV) and good:
-        _unpack(s, ro, rrs, rcs, stage, n, m, False, False, rp, b0, good, rld, rtr, rrev, False,
-                rc, z)
+        _unpack(s, ro, rrs, rcs, n, m, False, False, rp, b0, good, rld, rtr, rrev, False, rc, z)
 
 
 @njit(cache=True)
@@ -546,10 +552,19 @@ def _work(t, nt, params, z):
     nchunks = (nb + w - 1) // w
     has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
     size = n * _stride(n) + (max(n * _stride(m), m * _stride(n)) if has_r else 0)
-    s = scratch(size * ew + w * w, z)
+    s = scratch(size * ew, z)
     linfo = np.zeros(w, np.int64)
-    for c in range(t * nchunks // nt, (t + 1) * nchunks // nt):
+    isz = itemsize(z)
+    tspan = ((n - 1) * p[P_TLD] + n) * isz
+    rspan = (((n if p[P_RTR] != 0 else m) - 1) * p[P_RLD] + (m if p[P_RTR] != 0 else n)) * isz
+    last = (t + 1) * nchunks // nt
+    for c in range(t * nchunks // nt, last):
         b0 = c * w
+        if c + 1 < last:  # the next chunk's members, while this one computes
+            nxt = min(w, nb - b0 - w)
+            _prefetch(tp, b0 + w, nxt, tspan)
+            if has_r:
+                _prefetch(rp, b0 + w, nxt, rspan)
         _chunk(op, z, n, m, unit, alpha, scalars[2], tp, p[P_TLD], p[P_TTR] != 0,
                p[P_TREV] != 0, p[P_TC] != 0, rp, p[P_RLD], p[P_RTR] != 0, p[P_RREV] != 0,
                p[P_RC] != 0, info, b0, min(w, nb - b0), s, linfo)
@@ -612,13 +627,11 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     nb = info.shape[0]
     tp = np.ascontiguousarray(t[0], dtype=np.int64)
     rp = np.ascontiguousarray(r[0], dtype=np.int64)
-    scalars = np.array([complex(alpha).real, complex(alpha).imag, beta], np.float64)
-    params = np.zeros(P_COUNT, np.int64)
-    params[[P_OP, P_N, P_M, P_UNIT, P_NB]] = op, n, m, unit, nb
-    params[[P_TP, P_TLD, P_TTR, P_TREV, P_TC]] = tp.ctypes.data, t[1], t[2], t[3], t[4]
-    params[[P_RP, P_RLD, P_RTR, P_RREV, P_RC]] = rp.ctypes.data, r[1], r[2], r[3], r[4]
-    params[P_INFO] = info.ctypes.data
-    params[P_SCALARS] = scalars.ctypes.data
+    alpha = complex(alpha)
+    scalars = np.array([alpha.real, alpha.imag, beta], np.float64)
+    params = np.array([op, n, m, unit, nb, tp.ctypes.data, t[1], t[2], t[3], t[4],
+                       rp.ctypes.data, r[1], r[2], r[3], r[4], info.ctypes.data,
+                       scalars.ctypes.data], np.int64)
     nchunks = -(-nb // lanes_for(dtype))
-    for_threads(_worker(np.dtype(dtype)).address, params.ctypes.data, max(1, min(threads,
-                                                                                 nchunks)))
+    threads = max(1, min(threads, nchunks))
+    for_threads(_worker(np.dtype(dtype)).address, params.ctypes.data, threads)
