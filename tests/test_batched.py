@@ -446,3 +446,16 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
                 tc.batched.potrf(a)
             for k in range(37):
                 assert_small(potrf_error(a0[k], a[k], "L"), np.float64, 7, f"{path} {k}")
+
+
+# ------------------------------------------------------------------------------ doctests
+@pytest.mark.parametrize("name", ["tricov.batched", "tricov.batched._api",
+                                  "tricov.batched.bench"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.attempted > 0, f"{name} has no docstring examples"
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"

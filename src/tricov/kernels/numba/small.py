@@ -1,6 +1,6 @@
 """Batched kernels for small matrices: ``W`` batch members at a time, side by side in SIMD lanes.
 
-Every operation is computed in one canonical variant only, on column-major scratch copies:
+Every operation is computed in one canonical variant only, on scratch copies of ``W`` members:
 
 =========  ==========================================================================
 ``TRSM``   solve ``L X = B`` (``L`` lower ``n x n``, ``B`` ``n x m``), X over B
@@ -12,21 +12,34 @@ fused      ``POTRI`` (TRTRI, LAUUM), ``POTI`` (POTRF, TRTRI, LAUUM), ``POTRS`` (
            ``POSV`` (POTRF and the two solves), each in one pass over a member's data
 =========  ==========================================================================
 
-Every other variant is reached by *how* the operands are copied in and out (the "pack"): a
-member's element ``(i, j)`` of the canonical operand is read at ``base + origin + i*si + j*sj``
-bytes and conjugated if asked, so transposes (C order, ``trans``, right side, ``uplo='U'``),
-conjugates and the row/column reversal that turns an upper triangle into a lower one cost
-nothing. The front end derives those descriptors from the variant identities of
-:mod:`tricov._options`.
+Every other variant is reached by *how* the operands are copied in and out (the "pack"): the
+canonical operand's element ``(i, j)``, after an optional reversal of ``i`` and ``j``, is the
+member's memory element ``(i, j)`` or, transposed, ``(j, i)``, optionally conjugated. So
+transposes (C order, ``trans``, right side, ``uplo='U'``), conjugates and the row/column
+reversal ``P U P`` that turns an upper triangle into a lower one cost nothing; the front end
+(:mod:`tricov.batched._cpu`) derives these descriptors from the logical views of
+:mod:`tricov._views` and the variant identities of :mod:`tricov._options`.
 
-The scratch holds ``W`` members (16 float32 or 8 float64, 64 bytes per element; complex in split
-real/imaginary planes, see :mod:`.lanes`) and every arithmetic operation is one SIMD
-instruction over them, so the serial dependency chains of tiny factorizations (square roots,
-divisions) are amortised over ``W`` members. The batch is split into one contiguous range per
-Numba thread (``numba.get_num_threads()``), each with its own scratch.
+The scratch holds ``W`` members (16 float32 or 8 float64 per 64-byte vector; complex data in
+split real/imaginary planes, see :mod:`.lanes`). Every arithmetic operation is one SIMD
+instruction over the ``W`` members (:mod:`.simd`), so the serial chains of tiny
+factorizations (square roots, divisions) are amortised over ``W`` members, and loops over the
+matrix order never limit vector efficiency. Members are moved between memory and scratch by
+blocks of ``W`` reals per member and one register transpose per block (:func:`.simd.tload`,
+:func:`.simd.tstore`, masked loads and stores: nothing outside an operand's region is read or
+written), while the next chunk of members is prefetched.
 
-Failures are per member: POTRF records the first non-positive pivot of each member (LAPACK's
-``info``) and keeps going, so one failing member never changes the others.
+Failures are per member: POTRF records the first non-positive (or NaN) pivot of each member
+(LAPACK's ``info``) and keeps going, so one failing member never changes the others; TRTRI and
+POTRI find exact zero pivots before computing and leave those members unchanged.
+
+Threads: the batch is split into one contiguous range of chunks per thread. The per-dtype
+work is compiled once as a C callback (:func:`_worker`) and called by address from one
+dtype-independent parallel loop (:func:`.calls.for_threads`), which keeps the compile time of
+each dtype to one pass over the kernels (about 9 s per dtype, cached on disk by Numba).
+
+Numba's on-disk cache checks only the source file of each cached function: after editing
+:mod:`.simd` or :mod:`.lanes`, delete the ``*.nbi``/``*.nbc`` files under ``__pycache__``.
 """
 
 from __future__ import annotations
