@@ -12,6 +12,15 @@ LAPACK ``info`` of every member instead of raising.
 >>> tc.batched.potrf(A)[:, 1, 1]
 array([2., 2.])
 
+Batch indices (``NotPositiveDefiniteError.indices``, ``SingularMatrixError.indices``) are flat:
+C order over the batch dimensions of a stack (``numpy.unravel_index`` gives tuples), list
+positions for a list. A stack costs a few tens of microseconds of Python per call whatever
+its size (10**6 members and more); a list costs some microseconds per member, so prefer
+stacks for very many matrices of one size.
+
+On the CPU, small orders run SIMD kernels that process 8 (float64) or 16 (float32) members at
+once (:mod:`tricov.kernels.numba.small`), larger ones the recursions of the dense path over a
+per-member BLAS executor (:mod:`tricov.batched._cpu` says where each operation switches).
 Timing functions for benchmarks are in :mod:`tricov.batched.bench`.
 """
 

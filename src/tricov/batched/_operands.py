@@ -74,6 +74,8 @@ class Operand:
     written: bool
     is_list: bool
     arrays: list[np.ndarray] = field(default_factory=list)
+    #: Per member of a list: its in-place view (None: empty, or strides that need a copy).
+    views: list[Mat | None] = field(default_factory=list)
     _copies: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     def shape_of(self, k: int) -> tuple[int, int]:
@@ -91,7 +93,8 @@ def _as_operand(name: str, x: Any, written: bool) -> Operand:
                                 "supported on the CPU")
             if arr.ndim != 2:
                 raise ValueError(f"{name}[{k}] must be 2-D, got shape {arr.shape}")
-        return Operand(name, x, written, True, arrays)
+        views = [view_of(arr) if arr.size else None for arr in arrays]
+        return Operand(name, x, written, True, arrays, views)
     arr = as_array(x, name)
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a NumPy array or a list of them, got "
@@ -102,9 +105,12 @@ def _as_operand(name: str, x: Any, written: bool) -> Operand:
     return Operand(name, x, written, False, [arr])
 
 
-def _interval(arr: np.ndarray) -> tuple[int, int]:
-    lo, hi = np.lib.array_utils.byte_bounds(arr)
-    return lo, hi
+def _interval(arr: np.ndarray, view: Mat | None) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` that hold the elements of ``arr`` (``view``: its in-place view)."""
+    if view is None:
+        lo, hi = np.lib.array_utils.byte_bounds(arr)
+        return lo, hi
+    return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
 
 
 def _check_overlaps(ops: list[Operand]) -> None:
@@ -113,7 +119,7 @@ def _check_overlaps(ops: list[Operand]) -> None:
     for op in ops:
         for k, arr in enumerate(op.arrays):
             if arr.size:
-                lo, hi = _interval(arr)
+                lo, hi = _interval(arr, op.views[k] if op.is_list else None)
                 spans.append((lo, hi, op, k))
     spans.sort(key=lambda t: t[0])
     active: list[tuple[int, int, Operand, int]] = []
@@ -266,7 +272,7 @@ class Batch:
                                max(1, arr.shape[0]), 0, arr.itemsize)
                     row.append((view, 0))
                     continue
-                view = view_of(arr)
+                view = op.views[k]
                 if view is None:
                     work = np.asfortranarray(arr)
                     op._copies.append((arr, work))
