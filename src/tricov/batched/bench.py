@@ -14,7 +14,8 @@ Every call gets fresh copies of the same non-zero inputs (restored outside the t
 the reported time is the median of ``repeats`` rounds in which the contenders take turns. Rates
 are GFLOP/s with the flop counts of :mod:`tricov.bench.flops` and GB/s with
 :func:`bytes_moved`, the bytes each member must move at least once (triangles count their
-triangle only). Nothing here asserts a speed; ``python -m tricov.batched.bench`` prints a table.
+triangle only), also as a fraction of the machine's copy bandwidth (:func:`copy_bandwidth`).
+Nothing here asserts a speed; ``python -m tricov.batched.bench`` prints a table.
 
 >>> from tricov.batched.bench import BatchedCase, time_case
 >>> r = time_case(BatchedCase("potrf", n=8, batch=64), repeats=1, loop_members=8)
@@ -33,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OPS", "BatchedCase", "Result", "bench_cases", "bytes_moved", "make_inputs", "main",
-           "time_case"]
+__all__ = ["OPS", "BatchedCase", "Result", "bench_cases", "bytes_moved", "copy_bandwidth",
+           "make_inputs", "main", "time_case"]
 
 #: The batched operations, in the order they are listed.
 OPS = ("potrf", "potrs", "posv", "trsm", "trmm", "syrk", "trtri", "lauum", "potri", "poti")
@@ -102,6 +103,18 @@ def bytes_moved(case: BatchedCase) -> int:
         "trsm": tri + 2 * rect, "trmm": tri + 2 * rect, "syrk": rect + 2 * tri,
     }[case.op]
     return case.batch * per * np.dtype(case.dtype).itemsize
+
+
+def copy_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
+    """GB/s of ``numpy.copyto`` between two ``nbytes`` arrays (bytes read plus bytes written)."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * nbytes / best / 1e9
 
 
 # --------------------------------------------------------------------------------- inputs
@@ -277,14 +290,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dtype", nargs="+", default=["float64"])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'x numpy':>8} "
-            f"{'x loop':>7}")
+    copy = copy_bandwidth()
+    print(f"copy bandwidth {copy:.1f} GB/s")
+    head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>8} "
+            f"{'x numpy':>8} {'x loop':>7}")
     print(head)
     for case in bench_cases(args.ops, args.sizes, args.batch, args.dtype):
         r = time_case(case, repeats=args.repeats)
         vs_np = f"{r.speedup('numpy'):8.1f}" if "numpy" in r.seconds else f"{'-':>8}"
         print(f"{case.label():34} {r.seconds['tricov'] * 1e3:10.2f} {r.gflops():8.2f} "
-              f"{r.gbytes():7.2f} {vs_np} {r.speedup('scipy-loop'):7.1f}", flush=True)
+              f"{r.gbytes():7.2f} {r.gbytes() / copy:8.2f} {vs_np} "
+              f"{r.speedup('scipy-loop'):7.1f}", flush=True)
 
 
 if __name__ == "__main__":
