@@ -13,7 +13,7 @@ recurses through TRSM and SYRK, TRTRI through TRMM, LAUUM through SYRK and TRMM.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +122,8 @@ def tune(device: Device, ops: Iterable[str], dtypes: Iterable[str], plan: TunePl
     Notes
     -----
     The sizes stored for a dtype are all of its leaf sizes: the new ones for ``ops``, and for
-    the other operations those in force before (tuned earlier, or defaults). Leaf-size
+    the other operations those in force before (tuned earlier, or defaults). The crossovers of
+    :data:`tricov._policy.CROSSOVERS` are not tuned here and keep their stored values. Leaf-size
     overrides of this process (:func:`tricov.set_leaf_size`) for the tuned dtypes are removed.
     """
     ops = order_ops(ops)
@@ -133,7 +134,7 @@ def tune(device: Device, ops: Iterable[str], dtypes: Iterable[str], plan: TunePl
         dtype = np.dtype(name)
         _policy.set_leaf_size(backend, ORDER[0], dtype, None)  # drop this process's overrides
         previous = _policy.leaf_sizes(backend, dtype)
-        chosen = asdict(previous)
+        chosen = {op: getattr(previous, op) for op in _policy.OPERATIONS}
         try:
             for op in ops:
                 result = _tune_one(device, op, dtype, plan, chosen[op], seed, step)
