@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -29,6 +28,7 @@ import tricov as tc
 from reference import (
     DTYPES,
     LEAF_OPS,
+    Embedded,
     assert_small,
     bits,
     hermitian_from,
@@ -57,22 +57,9 @@ VARIANTS = list(product("LR", "LU", "NTC", "NU"))  # side, uplo, trans, diag
 
 
 # ------------------------------------------------------------------------------ helpers
-@dataclass
-class Stacked:
-    """A stack placed in memory: ``view`` is what tricov gets, ``base`` the whole buffer."""
-
-    base: np.ndarray
-    view: np.ndarray
-    mask: np.ndarray
-    layout: str
-
-    def snapshot(self) -> np.ndarray:
-        return self.base.copy()
-
-    def assert_outside_unchanged(self, before: np.ndarray) -> None:
-        same = (bits(self.base) == bits(before)).all(axis=-1)
-        bad = ~self.mask & ~same
-        assert not bad.any(), f"layout {self.layout}: {int(bad.sum())} element(s) outside changed"
+#: A stack placed in memory: ``view`` is what tricov gets, ``base`` the whole buffer (the same
+#: record as a single operand embedded by tests/reference.py).
+Stacked = Embedded
 
 
 def stacked(values: np.ndarray, layout: str) -> Stacked:

@@ -31,9 +31,17 @@ class Command:
     help: str
 
     def configure(self, parser: argparse.ArgumentParser) -> Run:
-        """Import the target and let it add its arguments; returns its ``run`` function."""
+        """Import the target and let it add its arguments; returns its ``run`` function.
+
+        ``target`` is ``"module:function"`` (the function configures the parser and returns the
+        run function) or ``"module"`` (a module with ``add_arguments(parser)`` and ``run(args)``).
+        """
         module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)(parser)
+        mod = importlib.import_module(module)
+        if attr:
+            return getattr(mod, attr)(parser)
+        mod.add_arguments(parser)
+        return mod.run
 
 
 #: The subcommands of ``tricov``, in the order ``tricov --help`` lists them.
@@ -44,9 +52,9 @@ COMMANDS: list[Command] = [
             "Measure the best leaf sizes on this machine and store them."),
     Command("info", "tricov.bench.commands:info",
             "Show the BLAS library, versions, CPUs, GPUs and leaf sizes in force."),
-    Command("demo", "tricov.geostat.demo:configure",
+    Command("demo", "tricov.geostat.demo",
             "Simulate a Gaussian random field, fit it (dense and TLR), predict, and plot."),
-    Command("fit", "tricov.geostat.fitcli:configure",
+    Command("fit", "tricov.geostat.fitcli",
             "Fit a Matern (or other) covariance to your own CSV data by maximum likelihood."),
     Command("bench-demo", "tricov.bench.demo:demo", "A short benchmark of trsm and potri."),
 ]

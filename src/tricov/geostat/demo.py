@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from .kriging import predict
 from .likelihood import DEFAULT_TOL, loglik, tlr_api
 from .simulate import simulate
 
-__all__ = ["add_arguments", "configure", "main", "parser", "run"]
+__all__ = ["add_arguments", "main", "parser", "run"]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -101,12 +101,6 @@ def _summary(truth: dict[str, float], ll_true: float, fits: dict[str, FitResult]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns the exit status."""
     return run(parser().parse_args(argv))
-
-
-def configure(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    """Set up ``p`` as this command's parser (for :mod:`tricov.cli`); returns :func:`run`."""
-    add_arguments(p)
-    return run
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -94,12 +94,6 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tricov fit``; returns the exit status."""
     return run(parser().parse_args(argv))
-
-
-def configure(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    """Set up ``p`` as this command's parser (for :mod:`tricov.cli`); returns :func:`run`."""
-    add_arguments(p)
-    return run
 
 
 def run(args: argparse.Namespace) -> int:
