@@ -389,12 +389,14 @@ def _place(r, c, rows, cols, rs, cs, tr, rev_i, rev_j):
 
 
 @njit(cache=True, fastmath=_FAST)
-def _pack(s, dst, rs, cs, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j, conj,
-          z):
-    """Copy members ``b0 .. b0+nl-1`` into the lanes (idle lanes get zeros).
+def _transfer(s, at0, rs, cs, rows, cols, tri, strict, addrs, b0, sel, ld, tr, rev_i, rev_j,
+              conj, z, store):
+    """Move the canonical ``rows x cols`` operand between the members and the lanes.
 
-    The canonical ``rows x cols`` operand (its lower triangle if ``tri``, without the diagonal
-    if ``strict``) goes to ``s[dst:]``, conjugated if ``conj``.
+    The region is the operand (its lower triangle if ``tri``, without the diagonal if
+    ``strict``), conjugated on the way if ``conj``, at ``s[at0:]`` in the lanes. Loading
+    (``store`` false) fills lanes ``b0 .. b0+sel-1`` (idle lanes get zeros); storing writes back
+    the lanes set in the bit mask ``sel``.
     """
     ew = ewidth(z)
     per = nlanes(z) * nlanes(z) // ew  # elements per block of W reals
@@ -407,29 +409,29 @@ def _pack(s, dst, rs, cs, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i,
         at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
         for e0 in range(lo, hi, per):
             cnt = min(per, hi - e0)
-            tload(s, dst + at * ew, step * ew, z, conj, addrs, b0, nl,
-                  (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+            if store:
+                tstore(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel,
+                       (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+            else:
+                tload(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel,
+                      (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
             at += cnt * step
+
+
+@njit(cache=True, fastmath=_FAST)
+def _pack(s, dst, rs, cs, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j, conj,
+          z):
+    """Copy members ``b0 .. b0+nl-1`` into the lanes at ``s[dst:]`` (see :func:`_transfer`)."""
+    _transfer(s, dst, rs, cs, rows, cols, tri, strict, addrs, b0, nl, ld, tr, rev_i, rev_j,
+              conj, z, False)
 
 
 @njit(cache=True, fastmath=_FAST)
 def _unpack(s, src, rs, cs, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i, rev_j,
             conj, z):
     """Copy the lanes set in the bit mask ``lanes`` back to their members (region only)."""
-    ew = ewidth(z)
-    per = nlanes(z) * nlanes(z) // ew
-    isz = itemsize(z)
-    mrows, mcols = (cols, rows) if tr else (rows, cols)
-    for c in range(mcols):
-        lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
-        if lo >= hi:
-            continue
-        at, step = _place(lo, c, rows, cols, rs, cs, tr, rev_i, rev_j)
-        for e0 in range(lo, hi, per):
-            cnt = min(per, hi - e0)
-            tstore(s, src + at * ew, step * ew, z, conj, addrs, b0, lanes,
-                   (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
-            at += cnt * step
+    _transfer(s, src, rs, cs, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i, rev_j,
+              conj, z, True)
 
 
 @njit(cache=True)
