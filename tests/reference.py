@@ -127,14 +127,16 @@ LEAF_OPS: tuple[str, ...] = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 
 
 @contextmanager
-def forced_leaf_size(dtype: np.dtype, size: int | None,
-                     ops: Sequence[str] = LEAF_OPS) -> Iterator[None]:
-    """Inside the block, tricov's CPU leaf size of each of ``ops`` for ``dtype`` is ``size``.
+def forced_leaf_size(dtype: np.dtype, size: int | None, ops: Sequence[str] = LEAF_OPS,
+                     backend: str = "cpu") -> Iterator[None]:
+    """Inside the block, tricov's leaf size of each of ``ops`` for ``dtype`` is ``size``.
+
+    ``backend`` is the leaf-size policy entry ("cpu", "batched_cpu", "gpu").
 
     ``size=None`` changes nothing (the leaf sizes in force are used), so a test can loop over
-    ``(None, 2, ...)``. Otherwise, on exit every CPU override for ``dtype`` is removed
-    (``set_leaf_size(..., None)``), also when the block raises. Overrides are per process, so
-    this is safe under pytest-xdist.
+    ``(None, 2, ...)``. Otherwise, on exit every override of ``backend`` for ``dtype`` is
+    removed (``set_leaf_size(..., None)``), also when the block raises. Overrides are per
+    process, so this is safe under pytest-xdist.
     """
     import tricov as tc
 
@@ -143,10 +145,10 @@ def forced_leaf_size(dtype: np.dtype, size: int | None,
         return
     try:
         for name in ops:
-            tc.set_leaf_size("cpu", name, dtype, size)
+            tc.set_leaf_size(backend, name, dtype, size)
         yield
     finally:
-        tc.set_leaf_size("cpu", ops[0], dtype, None)
+        tc.set_leaf_size(backend, ops[0], dtype, None)
 
 
 # --------------------------------------------------------------------------------- matrices

@@ -17,6 +17,7 @@ compared bitwise.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import product
@@ -27,10 +28,10 @@ import pytest
 import tricov as tc
 from reference import (
     DTYPES,
-    LEAF_OPS,
     Embedded,
     assert_small,
     bits,
+    forced_leaf_size,
     hermitian_from,
     inverse_error,
     lauum_error,
@@ -101,18 +102,9 @@ def members(shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
     return iter(np.ndindex(*shape))
 
 
-@contextmanager
-def batched_leaf(dtype: np.dtype, size: int | None) -> Iterator[None]:
+def batched_leaf(dtype: np.dtype, size: int | None) -> contextlib.AbstractContextManager:
     """The batched CPU leaf size of every operation, for ``dtype``, inside the block."""
-    if size is None:
-        yield
-        return
-    try:
-        for name in LEAF_OPS:
-            tc.set_leaf_size("batched_cpu", name, dtype, size)
-        yield
-    finally:
-        tc.set_leaf_size("batched_cpu", LEAF_OPS[0], dtype, None)
+    return forced_leaf_size(dtype, size, backend="batched_cpu")
 
 
 @contextmanager
