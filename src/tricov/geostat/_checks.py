@@ -6,12 +6,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["locations", "no_duplicates", "observations"]
+__all__ = ["host", "locations", "no_duplicates", "observations"]
+
+
+def host(x: Any) -> np.ndarray:
+    """``x`` as a NumPy array (a CuPy array is copied to the host; the checks run there)."""
+    if type(x).__module__.startswith("cupy"):
+        return x.get()
+    return np.asarray(x)
 
 
 def locations(x: Any, name: str = "locations", *, metric: str = "euclidean") -> np.ndarray:
     """``x`` as a C-ordered float64 (n, d) array: finite, d in 1..3 (2 for great-circle)."""
-    arr = np.asarray(x)
+    arr = host(x)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -41,7 +48,7 @@ def locations(x: Any, name: str = "locations", *, metric: str = "euclidean") -> 
 
 def observations(z: Any, n: int, name: str = "z") -> np.ndarray:
     """``z`` as a float64 vector of length n, finite."""
-    arr = np.asarray(z)
+    arr = host(z)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=np.float64)

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from .fit import FitResult, fit
 from .kriging import predict
-from .likelihood import DEFAULT_TOL, loglik, tlr_api
+from .likelihood import DEFAULT_TOL, DEVICES, loglik, on_device, tlr_api
 from .simulate import simulate
 
 __all__ = ["add_arguments", "main", "parser", "run"]
@@ -39,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=2000, help="number of locations (default 2000)")
     p.add_argument("--method", choices=("dense", "tlr", "both"), default="both",
                    help="likelihood method (default both; TLR is skipped if unavailable)")
-    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="where the likelihoods and kriging run (gpu: CuPy's current device)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", default="tricov-demo.png", help="PNG to write")
     p.add_argument("--sigma2", type=float, default=1.0, help="true variance (default 1)")
@@ -107,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the command on parsed arguments; returns the exit status."""
     console = Console()
     if args.device == "gpu":
-        console.print("[red]The GPU path of tricov.geostat is not available yet; run with "
-                      "--device cpu.[/red]")
-        return 1
+        try:
+            on_device(np.zeros(1), "gpu")
+        except ImportError as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 1
     if args.n < 10:
         console.print(f"[red]--n must be at least 10, got {args.n}[/red]")
         return 2
@@ -132,12 +135,12 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Simulated a Matérn field at {args.n} jittered-grid locations in "
                   f"{t_sim:.2f} s (sigma2={args.sigma2}, beta={args.beta}, nu={args.nu}).",
                   soft_wrap=True)
-    ll_true = loglik(x, z, params)
+    ll_true = loglik(x, z, params, device=args.device)
     fits: dict[str, FitResult] = {}
     for method in methods:
         console.rule(f"{method} fit")
-        fits[method] = fit(x, z, method=method, tol=args.tol, progress=not args.quiet,
-                           console=console)
+        fits[method] = fit(x, z, method=method, tol=args.tol, device=args.device,
+                           progress=not args.quiet, console=console)
     console.print(_summary(truth, ll_true, fits, t_sim))
 
     best = fits["dense"] if "dense" in fits else next(iter(fits.values()))
@@ -145,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     g = (np.arange(side) + 0.5) / side
     grid = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
     t0 = time.perf_counter()
-    mean, var = predict(x, z, grid, best)
+    mean, var = predict(x, z, grid, best, method=best.method, tol=args.tol,
+                        device=args.device)
     t_pred = time.perf_counter() - t0
     out = Path(args.out)
     est = ", ".join(f"{k}={best.params[k]:.3g}" for k in truth)

@@ -183,7 +183,8 @@ def fit(locations: Any, z: Any, *, kernel: str = "matern",
         x0: Mapping[str, float] | None = None, fix: Mapping[str, float] | None = None,
         nugget: float | None = 0.0, metric: str = "euclidean", radius: float = EARTH_RADIUS_KM,
         method: str = "dense", tol: float = DEFAULT_TOL, tile_size: int | None = None,
-        workers: int | None = None, optimizer: str = "cobyqa", xtol: float = 1e-4,
+        workers: int | None = None, device: str = "cpu", optimizer: str = "cobyqa",
+        xtol: float = 1e-4,
         max_evals: int = 400, profile: bool = True, progress: bool = True,
         console: Console | None = None) -> FitResult:
     """Maximum-likelihood estimates of a kernel's parameters from observations.
@@ -212,6 +213,8 @@ def fit(locations: Any, z: Any, *, kernel: str = "matern",
         TLR compression accuracy.
     tile_size, workers
         Tile size and assembly threads.
+    device : {"cpu", "gpu"}
+        Evaluate the likelihood on the CPU, or on CuPy's current GPU.
     optimizer : {"cobyqa", "powell", "nelder-mead"}
     xtol : float
         Convergence tolerance on the log-parameters (about the relative accuracy of the
@@ -276,9 +279,9 @@ def fit(locations: Any, z: Any, *, kernel: str = "matern",
     profiled = profile and "sigma2" in free and fixed.get("nugget", None) == 0.0
     searched = tuple(k for k in free if not (profiled and k == "sigma2"))
 
-    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers)
+    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers, device=device)
     show = _Progress(progress, console, all_names)
-    show.header(f"Maximum likelihood: {family} kernel, n={x.shape[0]}, {method}, "
+    show.header(f"Maximum likelihood: {family} kernel, n={x.shape[0]}, {method} on {device}, "
                 f"free {', '.join(free) or 'none'}"
                 + (" (sigma2 profiled)" if profiled else ""))
     history: list[Evaluation] = []

@@ -22,7 +22,7 @@ from .distance import EARTH_RADIUS_KM
 from .fit import OPTIMIZERS, fit
 from .kernels import FAMILIES
 from .kriging import predict
-from .likelihood import DEFAULT_TOL
+from .likelihood import DEFAULT_TOL, DEVICES
 
 __all__ = ["main", "parser", "read_table"]
 
@@ -45,6 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--radius", type=float, default=EARTH_RADIUS_KM,
                    help="sphere radius for great_circle (default 6371 km)")
     p.add_argument("--method", default="dense", choices=("dense", "tlr"))
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where the likelihood runs (gpu: CuPy's current device)")
     p.add_argument("--tol", type=float, default=DEFAULT_TOL, help="TLR accuracy")
     nug = p.add_mutually_exclusive_group()
     nug.add_argument("--nugget", type=float, default=0.0, help="fixed nugget (default 0)")
@@ -120,13 +122,14 @@ def run(args: argparse.Namespace) -> int:
         result = fit(x, z, kernel=args.kernel, bounds=bounds, x0=x0, fix=fix,
                      nugget=None if args.estimate_nugget else args.nugget, metric=args.metric,
                      radius=args.radius, method=args.method, tol=args.tol,
-                     optimizer=args.optimizer, max_evals=args.max_evals,
+                     device=args.device, optimizer=args.optimizer, max_evals=args.max_evals,
                      progress=not args.quiet, console=console)
         if args.quiet:
             console.print(result.table())
         if args.predict is not None:
             gheader, grid = read_table(args.predict)
-            mean, var = predict(x, z, grid, result, method=args.method, tol=args.tol)
+            mean, var = predict(x, z, grid, result, method=args.method, tol=args.tol,
+                                device=args.device)
             _write(args.output, gheader, grid, mean, var)
             if not to_stdout:
                 console.print(f"predictions at {grid.shape[0]} points written to {args.output}",

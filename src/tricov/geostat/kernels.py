@@ -301,8 +301,10 @@ def _matern_inplace(t: Any, nu: float, xp: ModuleType) -> None:
         xp.multiply(t, e, out=t)
         return
     if xp is not np:
-        raise NotImplementedError("the Matérn kernel with nu other than 1/2, 3/2, 5/2 runs on "
-                                  "the CPU only for now (NumPy arrays)")
+        from . import _bessel_cuda
+
+        _bessel_cuda.matern_scaled_inplace(t, nu)
+        return
     _bessel.matern_scaled_inplace(t, nu)
 
 

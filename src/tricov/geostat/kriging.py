@@ -16,9 +16,9 @@ import numpy as np
 from .. import dense
 from . import _checks
 from .covariance import covariance
-from .distance import EARTH_RADIUS_KM
+from .distance import EARTH_RADIUS_KM, array_namespace
 from .kernels import Kernel, make_kernel
-from .likelihood import DEFAULT_TOL, DenseEvaluator, evaluator
+from .likelihood import DEFAULT_TOL, DenseEvaluator, evaluator, on_device
 
 __all__ = ["predict"]
 
@@ -27,7 +27,7 @@ def predict(locations: Any, z: Any, new_locations: Any,
             params: Sequence[float] | Mapping[str, float] | Any = None, *,
             kernel: str | Kernel = "matern", nugget: float = 0.0, metric: str = "euclidean",
             radius: float = EARTH_RADIUS_KM, method: str = "dense", tol: float = DEFAULT_TOL,
-            tile_size: int | None = None, workers: int | None = None,
+            tile_size: int | None = None, workers: int | None = None, device: str = "cpu",
             return_variance: bool = True, chunk: int = 2048
             ) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
     """Kriging means (and variances) of a zero-mean field at ``new_locations``.
@@ -44,7 +44,7 @@ def predict(locations: Any, z: Any, new_locations: Any,
     method : {"dense", "tlr"}
         The factorization of C. With "tlr" the variances call the TLR solve on blocks of
         ``chunk`` right-hand sides.
-    tol, tile_size, workers
+    tol, tile_size, workers, device
         As for :func:`loglik`.
     return_variance : bool
         Also return the variances.
@@ -80,31 +80,30 @@ def predict(locations: Any, z: Any, new_locations: Any,
     if chunk < 1:
         raise ValueError(f"chunk must be positive, got {chunk}")
     _checks.no_duplicates(x, kern.nugget)
-    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers)
+    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers, device=device)
+    xp = array_namespace(ev.x)
+    xn = on_device(xn, device)
     m = xn.shape[0]
     mean = np.empty(m)
     var = np.empty(m) if return_variance else None
     if isinstance(ev, DenseEvaluator):
         chol = ev.factor(kern)
-        w = np.array(zz, order="F").reshape(-1, 1)
-        dense.trsm(chol, w)
-        for c0 in range(0, m, chunk):
-            c1 = min(c0 + chunk, m)
-            k = covariance(kern, x, xn[c0:c1], workers=workers)
-            dense.trsm(chol, k)
-            mean[c0:c1] = k.T @ w[:, 0]
-            if var is not None:
-                var[c0:c1] = kern.sigma2 - np.einsum("ij,ij->j", k, k)
+        alpha = xp.array(ev.z, order="F").reshape(-1, 1)
+        dense.trsm(chol, alpha)
     else:
         mat = ev.factor(kern)
-        alpha = np.asarray(mat.solve(ev.z), dtype=np.float64).reshape(-1)
-        for c0 in range(0, m, chunk):
-            c1 = min(c0 + chunk, m)
-            k = covariance(kern, ev.x, xn[c0:c1], workers=workers)
-            mean[c0:c1] = k.T @ alpha
-            if var is not None:
-                s = np.asarray(mat.solve(k), dtype=np.float64).reshape(k.shape)
-                var[c0:c1] = kern.sigma2 - np.einsum("ij,ij->j", k, s)
+        alpha = mat.solve(ev.z).reshape(-1, 1)
+    for c0 in range(0, m, chunk):
+        c1 = min(c0 + chunk, m)
+        k = covariance(kern, ev.x, xn[c0:c1], workers=workers)
+        if isinstance(ev, DenseEvaluator):
+            dense.trsm(chol, k)     # L^-1 k: mean k^T C^-1 z = (L^-1 k)^T (L^-1 z)
+            s = k
+        else:
+            s = mat.solve(k).reshape(k.shape)
+        mean[c0:c1] = _checks.host(k.T @ alpha[:, 0])
+        if var is not None:
+            var[c0:c1] = kern.sigma2 - _checks.host(xp.einsum("ij,ij->j", k, s))
     ev.release()
     if var is None:
         return mean

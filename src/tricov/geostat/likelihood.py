@@ -19,17 +19,35 @@ import numpy as np
 from .. import dense
 from . import _checks
 from .covariance import DEFAULT_TILE, covariance
-from .distance import EARTH_RADIUS_KM
+from .distance import EARTH_RADIUS_KM, array_namespace
 from .kernels import Kernel, make_kernel
 from .ordering import morton_order
 
-__all__ = ["METHODS", "DenseEvaluator", "Terms", "TLREvaluator", "evaluator", "loglik"]
+__all__ = ["DEVICES", "METHODS", "DenseEvaluator", "Terms", "TLREvaluator", "evaluator",
+           "loglik"]
 
 #: Ways to compute the likelihood.
 METHODS = ("dense", "tlr")
+#: Where it runs: NumPy arrays on the CPU, or CuPy arrays on the current GPU.
+DEVICES = ("cpu", "gpu")
+#: Default assembly tile on a GPU (larger tiles, fewer kernel launches).
+GPU_TILE = 4096
 #: Default accuracy of the TLR compression.
 DEFAULT_TOL = 1e-9
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def on_device(a: np.ndarray, device: str) -> Any:
+    """``a`` where ``device`` ("cpu" or "gpu") computes: itself, or a CuPy copy."""
+    if device == "cpu":
+        return a
+    if device != "gpu":
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ImportError("device='gpu' needs CuPy (pip install tricov[gpu])") from exc
+    return cupy.asarray(a)
 
 
 @dataclass(frozen=True)
@@ -53,10 +71,11 @@ class DenseEvaluator:
     ----------
     x : (n, d) float64 array
     z : (n,) float64 array
+        NumPy arrays, or CuPy arrays to compute on their GPU.
     tile_size : int
         Tile size of the assembly.
     workers : int, optional
-        Assembly threads.
+        Assembly threads (CPU).
     """
 
     def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int = DEFAULT_TILE,
@@ -70,15 +89,17 @@ class DenseEvaluator:
         at the next call). Raises :class:`tricov.NotPositiveDefiniteError`."""
         n = self.x.shape[0]
         if self._work is None:
-            self._work = np.empty((n, n), order="F")
+            xp = array_namespace(self.x)
+            self._work = xp.empty((n, n), dtype=xp.float64, order="F")
         covariance(kern, self.x, lower=True, out=self._work, tile_size=self.tile_size,
                    workers=self.workers)
         return dense.potrf(self._work)
 
     def __call__(self, kern: Kernel) -> Terms:
         chol = self.factor(kern)
-        logdet = 2.0 * float(np.sum(np.log(np.diagonal(chol))))
-        w = np.array(self.z, dtype=np.float64, order="F").reshape(-1, 1)
+        xp = array_namespace(chol)
+        logdet = 2.0 * float(xp.sum(xp.log(xp.diagonal(chol))))
+        w = xp.array(self.z, dtype=xp.float64, order="F").reshape(-1, 1)
         dense.trsm(chol, w)
         return Terms(float(w[:, 0] @ w[:, 0]), logdet, self.x.shape[0])
 
@@ -112,13 +133,16 @@ class TLREvaluator:
     tile_size : int
     tol : float
         Compression accuracy passed to ``TLRMatrix.from_kernel``.
+    device : {"cpu", "gpu"}
+        Where the tiles live and are factored.
     """
 
     def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int = DEFAULT_TILE,
-                 tol: float = DEFAULT_TOL) -> None:
+                 tol: float = DEFAULT_TOL, device: str = "cpu") -> None:
         self._api = tlr_api()
         order = morton_order(x)
-        self.x, self.z = np.ascontiguousarray(x[order]), np.ascontiguousarray(z[order])
+        self.x = on_device(np.ascontiguousarray(x[order]), device)
+        self.z = on_device(np.ascontiguousarray(z[order]), device)
         self.tile_size, self.tol = tile_size, tol
 
     def factor(self, kern: Kernel) -> Any:
@@ -131,7 +155,7 @@ class TLREvaluator:
 
     def __call__(self, kern: Kernel) -> Terms:
         mat = self.factor(kern)
-        sol = np.asarray(mat.solve(self.z), dtype=np.float64).reshape(-1)
+        sol = mat.solve(self.z).reshape(-1)
         return Terms(float(self.z @ sol), float(mat.logdet()), self.x.shape[0])
 
     def release(self) -> None:
@@ -139,25 +163,32 @@ class TLREvaluator:
 
 
 def evaluator(method: str, x: np.ndarray, z: np.ndarray, *, tile_size: int | None = None,
-              tol: float = DEFAULT_TOL, workers: int | None = None
+              tol: float = DEFAULT_TOL, workers: int | None = None, device: str = "cpu"
               ) -> DenseEvaluator | TLREvaluator:
-    """The likelihood evaluator of ``method`` ("dense" or "tlr") for fixed data."""
-    tile = DEFAULT_TILE if tile_size is None else int(tile_size)
+    """The likelihood evaluator of ``method`` ("dense" or "tlr") for fixed data (NumPy
+    arrays), computing on ``device`` ("cpu" or "gpu": CuPy's current device)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    dense_tile = GPU_TILE if device == "gpu" else DEFAULT_TILE
+    tile = (dense_tile if method == "dense" else DEFAULT_TILE) if tile_size is None \
+        else int(tile_size)
     if tile < 1:
         raise ValueError(f"tile_size must be positive, got {tile_size}")
     if method == "dense":
-        return DenseEvaluator(x, z, tile_size=tile, workers=workers)
+        return DenseEvaluator(on_device(x, device), on_device(z, device), tile_size=tile,
+                              workers=workers)
     if method == "tlr":
         if not (isinstance(tol, (int, float)) and 0 < tol < 1):
             raise ValueError(f"tol must be in (0, 1), got {tol!r}")
-        return TLREvaluator(x, z, tile_size=tile, tol=float(tol))
+        return TLREvaluator(x, z, tile_size=tile, tol=float(tol), device=device)
     raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
 
 def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float] | None = None,
            *, kernel: str | Kernel = "matern", nugget: float = 0.0, metric: str = "euclidean",
            radius: float = EARTH_RADIUS_KM, method: str = "dense", tol: float = DEFAULT_TOL,
-           tile_size: int | None = None, workers: int | None = None) -> float:
+           tile_size: int | None = None, workers: int | None = None,
+           device: str = "cpu") -> float:
     """Gaussian log-likelihood of zero-mean observations ``z`` at ``locations``.
 
     ``-1/2 z^T C^-1 z - 1/2 log det C - n/2 log(2 pi)`` with ``C = kernel(locations)``.
@@ -184,9 +215,12 @@ def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float]
     tol : float
         TLR compression accuracy.
     tile_size : int, optional
-        Tile size (assembly tiles for dense; TLR tiles for tlr). Default 512.
+        Tile size (assembly tiles for dense; TLR tiles for tlr). Default 512 (dense on a
+        GPU: 4096).
     workers : int, optional
-        Assembly threads (dense).
+        Assembly threads (dense, CPU).
+    device : {"cpu", "gpu"}
+        Compute on the CPU, or on CuPy's current GPU (the inputs may be NumPy or CuPy arrays).
 
     Returns
     -------
@@ -211,5 +245,5 @@ def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float]
     x = _checks.locations(locations, metric=kern.metric)
     zz = _checks.observations(z, x.shape[0])
     _checks.no_duplicates(x, kern.nugget)
-    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers)
+    ev = evaluator(method, x, zz, tile_size=tile_size, tol=tol, workers=workers, device=device)
     return ev(kern).loglik()

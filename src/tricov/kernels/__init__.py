@@ -34,6 +34,10 @@ def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[st
     Grouped by scalar type, for the CI compile check; ``orders`` picks the leaf orders.
     """
     out: dict[str, list[str]] = {}
+    if source == "matern.cu":
+        args = ("int, int, long long, long long, double*, " + ", ".join(["const double*"] * 6)
+                + ", bool")
+        out["double"] = [f"__global__ void tricov::matern_block<{nf}>({args})" for nf in (1, 2)]
     if source == "triangular.cu":
         for t, size in _TYPES.items():
             decls = out.setdefault(t, [])
