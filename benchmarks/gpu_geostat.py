@@ -14,8 +14,10 @@ unit square, Morton order; Matérn (sigma2=1, beta=0.1, nu); observations standa
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import math
+import pstats
 import time
 
 import cupy as cp
@@ -139,12 +141,19 @@ def main() -> None:
     p.add_argument("--nu", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dense", action="store_true", help="TLR: also the dense cuSOLVER peer")
+    p.add_argument("--profile", action="store_true", help="cProfile each run (top 30)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     rows = []
     for n in args.n:
+        prof = cProfile.Profile() if args.profile else None
+        if prof:
+            prof.enable()
         r = run_dense(n, args.nu, args.seed) if args.what == "dense" else \
             run_tlr(n, args.tol, args.tile, args.nu, args.seed, args.dense)
+        if prof:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         rows.append(r)
         print(json.dumps(r), flush=True)
     keys = sorted({k for r in rows for k in r})

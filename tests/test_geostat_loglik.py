@@ -302,3 +302,9 @@ def test_predict_tlr_matches_dense() -> None:
     m2, v2 = predict(x, z, new, (1.0, 0.1, 0.5), method="tlr", tol=1e-10, tile_size=150)
     np.testing.assert_allclose(m2, m1, atol=1e-6)
     np.testing.assert_allclose(v2, v1, atol=1e-6)
+
+
+def test_device_errors():
+    x = np.random.default_rng(0).random((10, 2))
+    with pytest.raises(ValueError, match="device"):
+        loglik(x, np.ones(10), (1.0, 0.1, 0.5), device="tpu")

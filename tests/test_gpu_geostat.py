@@ -104,8 +104,3 @@ def test_fit_on_the_gpu_matches_the_cpu(cp):
     for name in ("sigma2", "beta"):
         assert math.isclose(gpu.params[name], cpu.params[name], rel_tol=1e-3)
 
-
-def test_device_errors():
-    x = np.random.default_rng(0).random((10, 2))
-    with pytest.raises(ValueError, match="device"):
-        loglik(x, np.ones(10), (1.0, 0.1, 0.5), device="tpu")

@@ -160,7 +160,8 @@ class KernelSource(TileSource):
         xp = array_module(out) if hasattr(out, "shape") else np
         out = xp.asarray(out)
         _check_block(out, (int(x.shape[0]), int(y.shape[0])), "kernel")
-        if out.dtype != self.dtype or not out.flags.c_contiguous or not out.flags.writeable:
+        if out.dtype != self.dtype or not out.flags.c_contiguous \
+                or not getattr(out.flags, "writeable", True):  # CuPy arrays are writeable
             out = xp.array(out, dtype=self.dtype, order="C")
         return out
 
