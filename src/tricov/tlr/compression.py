@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import SUPPORTED, array_module, asnumpy, fro2, herm, real_dtype
+from ._array import SUPPORTED, array_module, asnumpy, fro2, herm, real_dtype, thin_svd
 from .lowrank import LowRank, recompress, truncation_ranks
 
 __all__ = ["METHODS", "DenseStack", "TileOperator", "aca", "compress", "compress_op",
@@ -57,7 +57,14 @@ _OVERSAMPLE = 10
 
 
 def _gaussian(rng: np.random.Generator, n: int, p: int, dtype: np.dtype, xp: Any) -> Any:
-    omega = rng.standard_normal((n, p)).astype(real_dtype(dtype), copy=False)
+    """An ``(n, p)`` standard Gaussian block of ``dtype`` (real parts only), drawn where
+    ``xp`` computes (on a GPU from a seed that ``rng`` draws, without a host transfer)."""
+    real = real_dtype(dtype)
+    if xp is np:
+        omega = rng.standard_normal((n, p)).astype(real, copy=False)
+    else:
+        omega = xp.random.RandomState(int(rng.integers(2**63))).standard_normal((n, p),
+                                                                                 dtype=real)
     return xp.asarray(omega).astype(dtype, copy=False)
 
 
@@ -150,7 +157,7 @@ def _finish(op: Any, idx: np.ndarray, Q: Any, budget: Any, rank: int | None) -> 
             sel = xp.asarray(bad)
             Q[sel] = xp.linalg.qr(Q[sel])[0]
     BH = op.adjoint(idx, Q)  # (S^H Q) = B^H, B = Q^H S
-    x, s, yh = xp.linalg.svd(BH, full_matrices=False)  # B = yh^H s x^H
+    x, s, yh = thin_svd(BH)  # B = yh^H s x^H
     ranks = truncation_ranks(s, budget, rank)
     out = []
     for b, r in enumerate(ranks.tolist()):
