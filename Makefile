@@ -28,6 +28,10 @@ gpu-test:
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m pytest -q -m gpu -n 4 -p no:cacheprovider tests
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_dense.py --quick \
 		--json benchmarks/gpu_dense.json
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py dense --n 40000
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m tricov.cli demo --device gpu --n 3000 --quiet \
+		--out /tmp/tricov-demo-gpu.png
 
 # The CPU benchmarks of the README (a quiet machine, please): tables, CSV and plots.
 bench: $(STAMP)
