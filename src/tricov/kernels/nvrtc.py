@@ -2,7 +2,7 @@
 
 Each template instantiation is compiled once per process by NVRTC (CuPy also caches the binary
 on disk) and looked up by its C++ name expression, e.g.
-``tricov::tri_small<double, 256, 4, false, true, false, 0, 0>``.
+``tricov::potrf_leaf<double, 128>``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "function", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -37,6 +37,37 @@ def function(filename: str, expression: str) -> Any:
     module = cupy.RawModule(code=code, options=("-std=c++17", f"-I{SOURCE_DIR}"),
                             name_expressions=(expression,))
     return module.get_function(expression)
+
+
+#: Shared memory a block may take without opting in (CUDA's static limit).
+_DEFAULT_SHARED = 48 * 1024
+_opted_in: set[tuple[int, int]] = set()
+
+
+@functools.cache
+def _shared_max(device: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+
+
+def shared_max() -> int:
+    """Dynamic shared memory one block may take on the current device (after opting in)."""
+    import cupy
+
+    return _shared_max(cupy.cuda.Device().id)
+
+
+def allow_shared(kernel: Any, nbytes: int) -> None:
+    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory on the current device."""
+    if nbytes <= _DEFAULT_SHARED:
+        return
+    import cupy
+
+    key = (id(kernel), cupy.cuda.Device().id)
+    if key not in _opted_in:
+        kernel.max_dynamic_shared_size_bytes = shared_max()
+        _opted_in.add(key)
 
 
 def cbool(flag: bool) -> str:
