@@ -23,7 +23,7 @@ constexpr int THREADS = 256;
 
 template <typename T>
 __device__ __forceinline__ T* shared_as() {
-    extern __shared__ alignas(16) unsigned char tricov_smem[];
+    extern __shared__ __attribute__((aligned(16))) unsigned char tricov_smem[];
     return reinterpret_cast<T*>(tricov_smem);
 }
 
