@@ -25,12 +25,10 @@ from pathlib import Path
 
 import cupy as cp
 import numpy as np
-from rich.console import Console
 
 import tricov as tc
 from tricov.bench.cases import CASES
 from tricov.bench.devices import GPUDevice
-from tricov.bench.report import table
 from tricov.bench.runner import Contender, Job, Result, measure, time_interleaved
 
 SQUARES = (4096, 8192, 16384)
@@ -84,6 +82,20 @@ def row(r: Result) -> dict:
         out.update({"gemm_TFs": r.gemm_gflops / 1e3, "tricov/gemm": r.ratio_gemm})
     out.update({"rel_diff": r.rel_diff, "leaf": r.leaf_sizes})
     return out
+
+
+def text_table(rows: list[dict]) -> str:
+    """The results as a plain-text table: TFLOP/s of each contender and tricov's ratios."""
+    head = ("op", "dtype", "shape", "tricov", "native", "torch", "GEMM", "/native", "/torch",
+            "/GEMM")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    for r in rows:
+        cells = [r["op"], r["dtype"], r["shape"]]
+        for key in ("tricov_TFs", "native_TFs", "torch_TFs", "gemm_TFs", "tricov/native",
+                    "tricov/torch", "tricov/gemm"):
+            cells.append(f"{r[key]:.2f}" if key in r else "-")
+        lines.append("  ".join(f"{c:>9}" for c in cells))
+    return "\n".join(lines) + "\n"
 
 
 def sweep(device: GPUDevice, job: Job, op: str) -> dict[int, float]:
@@ -156,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ops", help="comma-separated operations to keep (default: all)")
     args = p.parse_args(argv)
     device = GPUDevice()
-    console = Console(record=True, width=140)
-    console.print(device.label())
-    out: dict = {"device": device.describe(), "results": [], "sweeps": [], "profiles": []}
+    info = device.describe()
+    print(device.label(), flush=True)
+    out: dict = {"device": info, "results": [], "sweeps": [], "profiles": []}
     todo = jobs(args.quick, args.dtypes.split(","))
     if args.ops:
         keep = set(args.ops.split(","))
@@ -168,11 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                           ("potrf", (4096,)), ("potri", (8192,))):
             job = Job(CASES[op], shape, np.dtype(np.float64))
             prof = profile(device, job)
-            console.print(f"profile {op} {shape}: {prof}")
+            print(f"profile {op} {shape}: {prof}", flush=True)
             out["profiles"].append({"op": op, "shape": list(shape), "primitives": prof})
             _free()
-    group: list[Result] = []
-    for i, job in enumerate(todo):
+    for job in todo:
         big = _big(job)
         result = measure(device, job, repeat=3 if big else 5, warmup=2,
                          gemm=not (len(job.shape) == 1 and job.shape[0] >= 32768))
@@ -181,20 +192,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.sweep and job.case.name in ("trsm", "trmm", "potrf", "potri"):
             op = {"potrf": "syrk", "potri": "syrk"}.get(job.case.name, job.case.name)
             rates = sweep(device, job, op)
-            console.print(f"sweep {job.case.name} {job.dtype.name} {job.shape} leaf {op}: "
-                          + ", ".join(f"{nb}: {v:.2f}" for nb, v in rates.items()))
+            print(f"sweep {job.case.name} {job.dtype.name} {job.shape} leaf {op}: "
+                  + ", ".join(f"{nb}: {v:.2f}" for nb, v in rates.items()), flush=True)
             out["sweeps"].append({"op": job.case.name, "dtype": job.dtype.name,
                                   "shape": list(job.shape), "leaf_op": op, "TFs": rates})
-        group.append(result)
-        last = i + 1 == len(todo)
-        if last or (todo[i + 1].case.name, todo[i + 1].dtype) != (job.case.name, job.dtype):
-            console.print(table(group, title=f"{job.case.name} {job.dtype.name}"))
-            group = []
         _free()
+    text = (f"{device.label()}; TFLOP/s; native = cuBLAS/cuSOLVER, torch = PyTorch "
+            f"{info.get('torch_version', '')}\n" + text_table(out["results"]))
+    print(text, flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     if args.table:
-        Path(args.table).write_text(console.export_text())
+        Path(args.table).write_text(text)
     return 0
 
 

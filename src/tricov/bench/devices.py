@@ -198,7 +198,11 @@ class GPUDevice(Device):
             info["torch_version"] = str(torch.__version__)
         except ImportError:
             info["torch_version"] = "not installed"
-        return {**info, **machine.summary()}
+        try:
+            info.update(machine.summary())
+        except ImportError:  # threadpoolctl absent: the host's BLAS is not what is measured
+            info.update({f"{k}_version": v for k, v in machine.versions().items()})
+        return info
 
     def label(self) -> str:
         info = self.describe()
