@@ -8,7 +8,7 @@ runs), here on the shapes the performance issue names, with PyTorch as a second 
     PYTHONPATH=src python benchmarks/gpu_dense.py [--quick] [--dtypes float64,float32]
         [--json OUT.json] [--table OUT.txt] [--sweep] [--profile]
 
-``--sweep`` also times tricov at several leaf sizes per shape (the GPU defaults of
+``--sweep`` also times tricov at several TRSM/TRMM leaf sizes per shape (the GPU defaults of
 ``tricov._policy`` come from such sweeps); ``--profile`` prints the GPU time of each kind of
 primitive (cuBLAS GEMM, tricov's leaf kernels, ...) inside one call of a few cases.
 Timing: CUDA events, warm-up first, median of repeats, inputs restored outside the timed region.
@@ -35,23 +35,28 @@ SQUARES = (4096, 8192, 16384)
 FEW_RHS = ((16384, 64), (16384, 128), (16384, 256))
 POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: Leaf sizes tried by --sweep, per operation whose leaf size is swept.
-CANDIDATES = {"trsm": (128, 256, 512), "trmm": (128, 256, 512), "syrk": (256, 512, 1024)}
+CANDIDATES = {"trsm": (128, 256, 512), "trmm": (128, 256, 512)}
 
 
 def jobs(quick: bool, dtypes: list[str]) -> list[Job]:
-    """The measured shapes: TRSM/TRMM square and with few right-hand sides, POTRF over sizes,
-    POTRI and POTI."""
+    """The measured shapes: TRSM/TRMM with few right-hand sides and square, POTRF over sizes,
+    POTRI and POTI; the largest last."""
     out = []
     for name in dtypes:
         dt = np.dtype(name)
-        squares = SQUARES[:2] if quick else SQUARES
+        small, large = [], []
         for op in ("trsm", "trmm"):
-            out += [Job(CASES[op], s, dt) for s in FEW_RHS]
-            out += [Job(CASES[op], (n, n), dt) for n in squares]
+            small += [Job(CASES[op], s, dt) for s in FEW_RHS]
+        for op in ("trsm", "trmm"):
+            small += [Job(CASES[op], (n, n), dt) for n in SQUARES[:2]]
+            large += [Job(CASES[op], (n, n), dt) for n in SQUARES[2:]]
         sizes = (1024, 4096, 16384) if quick else POTRF
-        out += [Job(CASES["potrf"], (n,), dt) for n in sizes]
+        small += [Job(CASES["potrf"], (n,), dt) for n in sizes if n <= 8192]
+        large += [Job(CASES["potrf"], (n,), dt) for n in sizes if n > 8192]
         for op in ("potri", "poti"):
-            out += [Job(CASES[op], (n,), dt) for n in ((8192,) if quick else (8192, 16384))]
+            small += [Job(CASES[op], (8192,), dt)]
+            large += [Job(CASES[op], (16384,), dt)]
+        out += small + ([] if quick else large)
     return out
 
 
@@ -156,6 +161,17 @@ def profile(device: GPUDevice, job: Job) -> dict[str, str]:
                                                                 key=lambda kv: -kv[1])}
 
 
+def save(args: argparse.Namespace, device: GPUDevice, out: dict) -> str:
+    """Write the JSON and the text table asked for; return the table."""
+    text = (f"{device.label()}; TFLOP/s; native = cuBLAS/cuSOLVER, torch = PyTorch "
+            f"{out['device'].get('torch_version', '')}\n" + text_table(out["results"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    if args.table:
+        Path(args.table).write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer and smaller shapes")
@@ -190,20 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         out["results"].append(row(result))
         print(json.dumps(out["results"][-1]), file=sys.stderr, flush=True)
         if args.sweep and job.case.name in ("trsm", "trmm", "potrf", "potri"):
-            op = {"potrf": "syrk", "potri": "syrk"}.get(job.case.name, job.case.name)
+            op = {"potrf": "trsm", "potri": "trmm"}.get(job.case.name, job.case.name)
             rates = sweep(device, job, op)
             print(f"sweep {job.case.name} {job.dtype.name} {job.shape} leaf {op}: "
                   + ", ".join(f"{nb}: {v:.2f}" for nb, v in rates.items()), flush=True)
             out["sweeps"].append({"op": job.case.name, "dtype": job.dtype.name,
                                   "shape": list(job.shape), "leaf_op": op, "TFs": rates})
         _free()
-    text = (f"{device.label()}; TFLOP/s; native = cuBLAS/cuSOLVER, torch = PyTorch "
-            f"{info.get('torch_version', '')}\n" + text_table(out["results"]))
-    print(text, flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-    if args.table:
-        Path(args.table).write_text(text)
+        save(args, device, out)  # after every job: a run cut short keeps what it measured
+    print(save(args, device, out), flush=True)
     return 0
 
 

@@ -57,7 +57,7 @@ def cuda():
 
 def _device(cp, e):
     """The buffer of an embedded operand on the GPU and the operand's view of it."""
-    base = cp.asarray(e.base)
+    base = cp.asarray(e.base, order="F" if e.base.flags.f_contiguous else "C")
     offset = e.view.__array_interface__["data"][0] - e.base.__array_interface__["data"][0]
     view = cp.ndarray(e.view.shape, dtype=e.view.dtype, memptr=base.data + offset,
                       strides=e.view.strides)

@@ -59,14 +59,18 @@ def shared_max() -> int:
 
 
 def allow_shared(kernel: Any, nbytes: int) -> None:
-    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory on the current device."""
+    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory on the current device.
+
+    The kernel opts in once to all the dynamic shared memory a block may take beside its
+    static shared memory.
+    """
     if nbytes <= _DEFAULT_SHARED:
         return
     import cupy
 
     key = (id(kernel), cupy.cuda.Device().id)
     if key not in _opted_in:
-        kernel.max_dynamic_shared_size_bytes = shared_max()
+        kernel.max_dynamic_shared_size_bytes = shared_max() - kernel.shared_size_bytes
         _opted_in.add(key)
 
 
