@@ -8,7 +8,7 @@ runs), here on the shapes the performance issue names, with PyTorch as a second 
     PYTHONPATH=src python benchmarks/gpu_dense.py [--quick] [--dtypes float64,float32]
         [--json OUT.json] [--table OUT.txt] [--sweep] [--profile]
 
-``--sweep`` also times tricov at several TRSM/TRMM leaf sizes per shape (the GPU defaults of
+``--sweep`` also times tricov at several leaf-size settings per shape (the GPU defaults of
 ``tricov._policy`` come from such sweeps); ``--profile`` prints the GPU time of each kind of
 primitive (cuBLAS GEMM, tricov's leaf kernels, ...) inside one call of a few cases.
 Timing: CUDA events, warm-up first, median of repeats, inputs restored outside the timed region.
@@ -34,8 +34,15 @@ from tricov.bench.runner import Contender, Job, Result, measure, time_interleave
 SQUARES = (4096, 8192, 16384)
 FEW_RHS = ((16384, 64), (16384, 128), (16384, 256))
 POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
-#: Leaf sizes tried by --sweep, per operation whose leaf size is swept.
-CANDIDATES = {"trsm": (128, 256, 512), "trmm": (128, 256, 512)}
+#: Leaf-size settings tried by --sweep for each case (the defaults of tricov._policy are among
+#: them): TRSM/TRMM leaves; tricov's POTRF leaf in shared memory (128) against cuSOLVER's on
+#: blocks of 1024; TRTRI and LAUUM leaves in shared memory (128) against cuSOLVER/cuBLAS ones.
+CANDIDATES: dict[str, list[dict[str, int]]] = {
+    "trsm": [{"trsm": 128}, {"trsm": 256}],
+    "trmm": [{"trmm": 128}, {"trmm": 256}],
+    "potrf": [{"potrf": 128}, {"potrf": 1024}],
+    "potri": [{"trtri": 128, "lauum": 128}, {"trtri": 512, "lauum": 512}],
+}
 
 
 def jobs(quick: bool, dtypes: list[str]) -> list[Job]:
@@ -103,23 +110,26 @@ def text_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sweep(device: GPUDevice, job: Job, op: str) -> dict[int, float]:
-    """TFLOP/s of tricov on ``job`` for each candidate leaf size of ``op``."""
+def sweep(device: GPUDevice, job: Job) -> dict[str, float]:
+    """TFLOP/s of tricov on ``job`` for each leaf-size setting of :data:`CANDIDATES`."""
     case = job.case
     rng = device.generator(job.seed(0))
     pristine = {k: device.upload(v) for k, v in case.make(rng, job.shape, job.dtype, cp).items()}
     contender = Contender("tricov", case.run, pristine, case.outputs, device)
-    sizes = CANDIDATES[op]
+    options = CANDIDATES[case.name]
 
     def before(i: int) -> None:
-        tc.set_leaf_size("gpu", op, job.dtype, sizes[i])
+        tc.set_leaf_size("gpu", "trsm", job.dtype, None)
+        for op, nb in options[i].items():
+            tc.set_leaf_size("gpu", op, job.dtype, nb)
 
     try:
-        times = time_interleaved([contender] * len(sizes), 3, 2, before=before, reduce=min)
+        times = time_interleaved([contender] * len(options), 3, 2, before=before, reduce=min)
     finally:
-        tc.set_leaf_size("gpu", op, job.dtype, None)
+        tc.set_leaf_size("gpu", "trsm", job.dtype, None)  # drops every override
     flops = case.flops(job.shape, job.dtype)
-    return {nb: flops / t / 1e12 for nb, t in zip(sizes, times, strict=True)}
+    return {" ".join(f"{op}={nb}" for op, nb in opt.items()): flops / t / 1e12
+            for opt, t in zip(options, times, strict=True)}
 
 
 def profile(device: GPUDevice, job: Job) -> dict[str, str]:
@@ -205,13 +215,12 @@ def main(argv: list[str] | None = None) -> int:
                          gemm=not (len(job.shape) == 1 and job.shape[0] >= 32768))
         out["results"].append(row(result))
         print(json.dumps(out["results"][-1]), file=sys.stderr, flush=True)
-        if args.sweep and job.case.name in ("trsm", "trmm", "potrf", "potri"):
-            op = {"potrf": "trsm", "potri": "trmm"}.get(job.case.name, job.case.name)
-            rates = sweep(device, job, op)
-            print(f"sweep {job.case.name} {job.dtype.name} {job.shape} leaf {op}: "
-                  + ", ".join(f"{nb}: {v:.2f}" for nb, v in rates.items()), flush=True)
+        if args.sweep and job.case.name in CANDIDATES:
+            rates = sweep(device, job)
+            print(f"sweep {job.case.name} {job.dtype.name} {job.shape}: "
+                  + ", ".join(f"{k}: {v:.2f}" for k, v in rates.items()), flush=True)
             out["sweeps"].append({"op": job.case.name, "dtype": job.dtype.name,
-                                  "shape": list(job.shape), "leaf_op": op, "TFs": rates})
+                                  "shape": list(job.shape), "TFs": rates})
         _free()
         save(args, device, out)  # after every job: a run cut short keeps what it measured
     print(save(args, device, out), flush=True)

@@ -20,6 +20,9 @@
 namespace tricov {
 
 constexpr int THREADS = 256;
+// Global memory is read in batches of BATCH elements per thread, all loads issued before the
+// first store, so that a thread waits for memory once per batch rather than once per element.
+constexpr int BATCH = 8;
 
 template <typename T>
 __device__ __forceinline__ T* shared_as() {
@@ -217,11 +220,22 @@ tri_leaf(int n, int ncols, int sb, T alpha, const T* __restrict__ A, long long l
     const int col0 = blockIdx.x * CB;
     const int width = min(CB, ncols - col0);
 
-    for (int e = threadIdx.x; e < n * CB; e += THREADS) {
-        const int i = (opb & 1) ? e / CB : e % n;
-        const int c = (opb & 1) ? e % CB : e / n;
-        const T v = c < width ? load(B, ldb, opb, i, col0 + c) : T(0);
-        Bs[i + c * bld] = SOLVE ? alpha * v : v;
+    for (int e0 = threadIdx.x; e0 < n * CB; e0 += THREADS * BATCH) {
+        T v[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = (opb & 1) ? e / CB : e % n;
+            const int c = (opb & 1) ? e % CB : e / n;
+            v[q] = e < n * CB && c < width ? load(B, ldb, opb, i, col0 + c) : T(0);
+        }
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = (opb & 1) ? e / CB : e % n;
+            const int c = (opb & 1) ? e % CB : e / n;
+            if (e < n * CB) Bs[i + c * bld] = SOLVE ? alpha * v[q] : v[q];
+        }
     }
     __syncthreads();
 
@@ -286,18 +300,31 @@ __device__ void load_lower(T* S, const T* A, long long lda, int op, int r0, int 
                            bool lower, bool unit_one, bool pad_identity) {
     constexpr int LD = SBM + 1;
     const bool across = ((op & 1) != 0) == lower;  // memory runs along the rows of L
-    for (int e = threadIdx.x; e < n32 * n32; e += THREADS) {
-        const int i = across ? e / n32 : e % n32;
-        const int j = across ? e % n32 : e / n32;
-        T v = T(0);
-        if (i < n && j < n) {
-            if (i == j && unit_one) v = T(1);
-            else if (i >= j) v = lower ? load(A, lda, op, r0 + i, r0 + j)
-                                       : load(A, lda, op, r0 + j, r0 + i);
-        } else if (i == j && pad_identity) {
-            v = T(1);
+    const int total = n32 * n32;
+    for (int e0 = threadIdx.x; e0 < total; e0 += THREADS * BATCH) {
+        T v[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = across ? e / n32 : e % n32;
+            const int j = across ? e % n32 : e / n32;
+            T x = T(0);
+            if (e < total) {
+                if (i < n && j < n) {
+                    if (i == j && unit_one) x = T(1);
+                    else if (i >= j) x = lower ? load(A, lda, op, r0 + i, r0 + j)
+                                               : load(A, lda, op, r0 + j, r0 + i);
+                } else if (i == j && pad_identity) {
+                    x = T(1);
+                }
+            }
+            v[q] = x;
         }
-        S[i + j * LD] = v;
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            if (e < total) S[(across ? e / n32 : e % n32) + (across ? e % n32 : e / n32) * LD] = v[q];
+        }
     }
 }
 
@@ -437,7 +464,8 @@ __device__ int chol32(T* S, int o, T* dinv) {
 #pragma unroll
                 for (int k = j + 1; k < 32; ++k) {
                     const T lkj = shfl(r[j], k);
-                    if (lane >= k) r[k] -= r[j] * conj_(lkj);
+                    if (lane > k) r[k] -= r[j] * conj_(lkj);
+                    else if (lane == k) r[k] -= r[j] * conj_(r[j]);  // the next pivots: no shuffle
                 }
             }
         }
