@@ -214,9 +214,18 @@ DEVICES: dict[str, Callable[[], Device]] = {"cpu": CPUDevice, "gpu": GPUDevice}
 
 
 def get_device(name: str) -> Device:
-    """A new device of kind ``name`` (a key of :data:`DEVICES`)."""
+    """A new device of kind ``name`` (a key of :data:`DEVICES`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a device this machine cannot provide (no CuPy, no GPU).
+    """
     try:
         factory = DEVICES[name]
     except KeyError:
         raise ValueError(f"device must be one of {sorted(DEVICES)}, got {name!r}") from None
-    return factory()
+    try:
+        return factory()
+    except ImportError as e:
+        raise ValueError(f"device {name!r} is not available here: {e}") from None

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "shared_max", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "compile_all", "function", "names",
+           "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -74,6 +75,39 @@ def allow_shared(kernel: Any, nbytes: int) -> None:
         _opted_in.add(key)
 
 
+def names() -> list[tuple[str, str]]:
+    """Every (source file, name expression) the executors launch."""
+    from . import instantiations
+
+    out = []
+    for src in sources():
+        for decls in instantiations(src.name).values():
+            out += [(src.name, d[len("__global__ void "):d.index("(")]) for d in decls]
+    return out
+
+
+def _compile(item: tuple[str, str]) -> str:
+    function(*item)
+    return item[1]
+
+
+def compile_all(processes: int = 8) -> int:
+    """Compile every kernel into CuPy's disk cache, ``processes`` at a time; return how many.
+
+    A fresh machine otherwise compiles each kernel on first use, one after the other (seconds
+    each); later processes load the cached binaries. ``python -m tricov.kernels.nvrtc``.
+    """
+    import multiprocessing
+
+    items = names()
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        return len(pool.map(_compile, items, chunksize=1))
+
+
 def cbool(flag: bool) -> str:
     """A C++ boolean literal."""
     return "true" if flag else "false"
+
+
+if __name__ == "__main__":
+    print(f"compiled {compile_all()} kernels")
