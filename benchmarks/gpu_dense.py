@@ -1,294 +1,231 @@
-"""GPU dense benchmark: tricov vs cuBLAS/cuSOLVER (by pointer) and PyTorch, one run, one GPU.
+"""GPU dense benchmark: tricov against cuBLAS/cuSOLVER and PyTorch on one GPU, in one run.
 
-Usage (on a machine with an NVIDIA GPU and CuPy):
+A thin layer over the benchmark package: every number is measured by
+``tricov.bench.runner.measure`` on the ``gpu`` device (what ``tricov bench OP --device gpu``
+runs), here on the shapes the performance issue names, with PyTorch as a second peer. Usage
+(on a machine with an NVIDIA GPU, CuPy and optionally PyTorch):
 
-    PYTHONPATH=src python benchmarks/gpu_dense.py [--quick] [--json OUT.json] [--sweep]
+    PYTHONPATH=src python benchmarks/gpu_dense.py [--quick] [--dtypes float64,float32]
+        [--json OUT.json] [--table OUT.txt] [--sweep] [--profile]
 
-Prints one table of TFLOP/s with the ratios the issue names; ``--sweep`` also tries several
-leaf sizes and reports the best (what the GPU defaults in ``tricov._policy`` come from).
-Timing: CUDA events, warm-up first, median of repeats, fresh random inputs restored outside
-the timed region.
+``--sweep`` also times tricov at several leaf-size settings per shape (the GPU defaults of
+``tricov._policy`` come from such sweeps); ``--profile`` prints the GPU time of each kind of
+primitive (cuBLAS GEMM, tricov's leaf kernels, ...) inside one call of a few cases.
+Timing: CUDA events, warm-up first, median of repeats, inputs restored outside the timed region.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import cProfile
-import io
 import json
 import math
-import pstats
-import time
+import sys
+from pathlib import Path
 
 import cupy as cp
 import numpy as np
 
 import tricov as tc
-from tricov.backends import cuda_libs as lib
+from tricov.bench.cases import CASES
+from tricov.bench.devices import GPUDevice
+from tricov.bench.runner import Contender, Job, Result, measure, time_interleaved
 
-ROWS: list[dict] = []
-
-
-def timed(fn, restore=None, reps=5, warm=2):
-    """Median seconds of ``fn`` over ``reps`` runs (CUDA events), ``restore`` run before each."""
-    for _ in range(warm):
-        if restore:
-            restore()
-        fn()
-    times = []
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(reps):
-        if restore:
-            restore()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return float(np.median(times))
+SQUARES = (4096, 8192, 16384)
+FEW_RHS = ((16384, 64), (16384, 128), (16384, 256))
+POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
+#: Leaf-size settings tried by --sweep for each case (the defaults of tricov._policy are among
+#: them): TRSM/TRMM leaves; tricov's POTRF leaf in shared memory (128) against cuSOLVER's on
+#: blocks of 1024; TRTRI and LAUUM leaves in shared memory (128) against cuSOLVER/cuBLAS ones.
+CANDIDATES: dict[str, list[dict[str, int]]] = {
+    "trsm": [{"trsm": 128}, {"trsm": 256}],
+    "trmm": [{"trmm": 128}, {"trmm": 256}],
+    "potrf": [{"potrf": 128}, {"potrf": 1024}],
+    "potri": [{"trtri": 128, "lauum": 128}, {"trtri": 512, "lauum": 512}],
+}
 
 
-def rand(shape, dt, order="F"):
-    x = cp.random.standard_normal(shape, dtype=np.float64)
-    return cp.asarray(x.astype(dt), order=order)
+def jobs(quick: bool, dtypes: list[str]) -> list[Job]:
+    """The measured shapes: TRSM/TRMM with few right-hand sides and square, POTRF over sizes,
+    POTRI and POTI; the largest last."""
+    out = []
+    for name in dtypes:
+        dt = np.dtype(name)
+        small, large = [], []
+        for op in ("trsm", "trmm"):
+            small += [Job(CASES[op], s, dt) for s in FEW_RHS]
+        for op in ("trsm", "trmm"):
+            small += [Job(CASES[op], (n, n), dt) for n in SQUARES[:2]]
+            large += [Job(CASES[op], (n, n), dt) for n in SQUARES[2:]]
+        sizes = (1024, 4096, 16384) if quick else POTRF
+        small += [Job(CASES["potrf"], (n,), dt) for n in sizes if n <= 8192]
+        large += [Job(CASES["potrf"], (n,), dt) for n in sizes if n > 8192]
+        for op in ("potri", "poti"):
+            small += [Job(CASES[op], (8192,), dt)]
+            large += [Job(CASES[op], (16384,), dt)]
+        out += small + ([] if quick else large)
+    return out
 
 
-def tri(n, dt):
-    a = cp.tril(rand((n, n), dt)) / math.sqrt(n)
-    a[cp.arange(n), cp.arange(n)] = 1.0 + cp.abs(a[cp.arange(n), cp.arange(n)])
-    return cp.asfortranarray(a)
+def _big(job: Job) -> bool:
+    return math.prod(job.shape) * job.dtype.itemsize >= 2 * 16384**2 * 8 or (
+        len(job.shape) == 1 and job.shape[0] >= 16384)
 
 
-def spd(n, dt):
-    x = rand((n, n), dt)
-    s = x @ x.T / n
-    s[cp.arange(n), cp.arange(n)] += 1.0
-    return cp.asfortranarray(s)
+def _free() -> None:
+    cp.get_default_memory_pool().free_all_blocks()
+    try:
+        import torch
+
+        torch.cuda.empty_cache()
+    except ImportError:
+        pass
 
 
-def gemm_rate(m, n, k, dt):
-    a, b = rand((m, k), dt), rand((k, n), dt)
-    c = cp.empty((m, n), dt, order="F")
-    h = lib.cublas_handle()
-    one, zero = np.ones(1, dt), np.zeros(1, dt)
-
-    def run():
-        lib.check(lib.blas("gemm_v2", dt)(h, 0, 0, m, n, k, one.ctypes.data, a.data.ptr, m,
-                                          b.data.ptr, k, zero.ctypes.data, c.data.ptr, m), "g")
-    return 2 * m * n * k / timed(run) / 1e12
-
-
-def copy_bandwidth() -> float:
-    """Device-to-device copy bandwidth in GB/s (bytes read plus bytes written)."""
-    src = cp.ones(2**28, dtype=cp.float64)
-    dst = cp.empty_like(src)
-    return 2 * src.nbytes / timed(lambda: cp.copyto(dst, src)) / 1e9
+def row(r: Result) -> dict:
+    """One result as a flat JSON record (TFLOP/s and ratios)."""
+    out = {"op": r.op, "dtype": r.dtype, "shape": "x".join(map(str, r.shape)),
+           "tricov_TFs": r.tricov_gflops / 1e3, "native_TFs": r.native_gflops / 1e3,
+           "native": r.native_routine, "tricov/native": r.ratio_native}
+    for label, (_, routine) in r.peers.items():
+        out.update({f"{label}_TFs": r.peer_gflops(label) / 1e3, label: routine,
+                    f"tricov/{label}": r.ratio_peer(label)})
+    if not math.isnan(r.gemm_s):
+        out.update({"gemm_TFs": r.gemm_gflops / 1e3, "tricov/gemm": r.ratio_gemm})
+    out.update({"rel_diff": r.rel_diff, "leaf": r.leaf_sizes})
+    return out
 
 
-def record(op, dtype, shape, tricov_tf, peers: dict, gemm_tf=None, extra=None):
-    row = {"op": op, "dtype": np.dtype(dtype).name, "shape": shape, "tricov_TFs": tricov_tf}
-    row.update({f"{k}_TFs": v for k, v in peers.items()})
-    if gemm_tf:
-        row["gemm_TFs"] = gemm_tf
-        row["tricov/gemm"] = tricov_tf / gemm_tf
-    for k, v in peers.items():
-        row[f"tricov/{k}"] = tricov_tf / v
-    if extra:
-        row.update(extra)
-    ROWS.append(row)
-    print(json.dumps(row), flush=True)
+def text_table(rows: list[dict]) -> str:
+    """The results as a plain-text table: TFLOP/s of each contender and tricov's ratios."""
+    head = ("op", "dtype", "shape", "tricov", "native", "torch", "GEMM", "/native", "/torch",
+            "/GEMM")
+    lines = ["  ".join(f"{h:>9}" for h in head)]
+    for r in rows:
+        cells = [r["op"], r["dtype"], r["shape"]]
+        for key in ("tricov_TFs", "native_TFs", "torch_TFs", "gemm_TFs", "tricov/native",
+                    "tricov/torch", "tricov/gemm"):
+            cells.append(f"{r[key]:.2f}" if key in r else "-")
+        lines.append("  ".join(f"{c:>9}" for c in cells))
+    return "\n".join(lines) + "\n"
 
 
-def best_leaf(op, dt, sizes, run):
-    """Try leaf sizes; keep the fastest in force and return (leaf, seconds)."""
-    results = {}
-    for nb in sizes:
-        tc.set_leaf_size("gpu", op, dt, nb)
-        results[nb] = run()
-    nb = min(results, key=results.get)
-    tc.set_leaf_size("gpu", op, dt, nb)
-    return nb, results[nb], results
+def sweep(device: GPUDevice, job: Job) -> dict[str, float]:
+    """TFLOP/s of tricov on ``job`` for each leaf-size setting of :data:`CANDIDATES`."""
+    case = job.case
+    rng = device.generator(job.seed(0))
+    pristine = {k: device.upload(v) for k, v in case.make(rng, job.shape, job.dtype, cp).items()}
+    contender = Contender("tricov", case.run, pristine, case.outputs, device)
+    options = CANDIDATES[case.name]
+
+    def before(i: int) -> None:
+        tc.set_leaf_size("gpu", "trsm", job.dtype, None)
+        for op, nb in options[i].items():
+            tc.set_leaf_size("gpu", op, job.dtype, nb)
+
+    try:
+        times = time_interleaved([contender] * len(options), 3, 2, before=before, reduce=min)
+    finally:
+        tc.set_leaf_size("gpu", "trsm", job.dtype, None)  # drops every override
+    flops = case.flops(job.shape, job.dtype)
+    return {" ".join(f"{op}={nb}" for op, nb in opt.items()): flops / t / 1e12
+            for opt, t in zip(options, times, strict=True)}
 
 
-def bench_trxm(kind, m, n, dt, sweep):
-    a, b0 = tri(m, dt), rand((m, n), dt)
-    b = b0.copy(order="F")
-    restore = lambda: cp.copyto(b, b0)  # noqa: E731
-    fn = getattr(tc, kind)
-    flops = m * m * n
-    run = lambda: timed(lambda: fn(a, b), restore)  # noqa: E731
-    if sweep:
-        nb, t, allr = best_leaf(kind, dt, (128, 256, 512, 1024), run)
-    else:
-        nb, t, allr = tc.leaf_sizes("gpu", dt).trsm, run(), {}
-    h = lib.cublas_handle()
-    one = np.ones(1, dt)
-    if kind == "trsm":
-        native = lambda: lib.blas("trsm_v2", dt)(h, 0, 0, 0, 0, m, n, one.ctypes.data,  # noqa
-                                                 a.data.ptr, m, b.data.ptr, m)
-    else:
-        native = lambda: lib.blas("trmm_v2", dt)(h, 0, 0, 0, 0, m, n, one.ctypes.data,  # noqa
-                                                 a.data.ptr, m, b.data.ptr, m, b.data.ptr, m)
-    tn = timed(native, restore)
-    extra_rates = {}
-    if sweep:
-        from tricov.backends.cuda import CUDAExecutor
-
-        saved = CUDAExecutor.narrow
-        CUDAExecutor.narrow = 0
-        extra_rates["cublas_leaves_TFs"] = flops / run() / 1e12
-        CUDAExecutor.narrow = saved
-        tc.set_cuda_graphs(False)
-        extra_rates["eager_TFs"] = flops / run() / 1e12
-        tc.set_cuda_graphs(True)
-    record(kind, dt, f"{m}x{n}", flops / t / 1e12, {"cublas": flops / tn / 1e12},
-           gemm_rate(m, n, m, dt), {**extra_rates, "leaf": nb, "sweep": {str(k): flops / v / 1e12
-                                                              for k, v in allr.items()}})
-
-
-def bench_chol(op, n, dt, sweep, torch):
-    s = spd(n, dt)
-    a = s.copy(order="F")
-    restore = lambda: cp.copyto(a, s)  # noqa: E731
-    flops = {"potrf": n**3 / 3, "potri": 2 * n**3 / 3, "poti": n**3}[op]
-    if op == "potri":
-        tc.potrf(s)  # s now holds the factor in its lower triangle
-        s[:] = cp.tril(s) + cp.tril(s, -1).T
-    fn = getattr(tc, op)
-    run = lambda: timed(lambda: fn(a), restore, reps=3)  # noqa: E731
-    if sweep:
-        leaf_op = "potrf" if op == "potrf" else "trtri"
-        nb, t, allr = best_leaf(leaf_op, dt, (256, 512, 1024), run)
-        if op != "potrf":
-            tc.set_leaf_size("gpu", "lauum", dt, nb)
-            t = run()
-        if n <= 16384:
-            syrk_nb, t_syrk, syrk_all = best_leaf("syrk", dt, (128, 256, 512, 1024), run)
-            allr.update({f"syrk{k}": v for k, v in syrk_all.items()})
-            t = min(t, t_syrk)
-    else:
-        nb, t, allr = None, run(), {}
-    peers = {}
-    ts = torch.as_tensor(s, device="cuda")
-    if op == "potrf":
-        peers["torch"] = flops / timed(lambda: torch.linalg.cholesky(ts), reps=3) / 1e12
-    elif op == "potri":
-        peers["torch"] = flops / timed(lambda: torch.cholesky_inverse(ts), reps=3) / 1e12
-    else:
-        peers["torch"] = flops / timed(
-            lambda: torch.cholesky_inverse(torch.linalg.cholesky(ts)), reps=3) / 1e12
-    record(op, dt, str(n), flops / t / 1e12, peers, None,
-           {"leaf": nb, "sweep": {str(k): flops / v / 1e12 for k, v in allr.items()}})
-
-
-def overhead(profile: bool):
-    """Host time per call of a one-leaf trsm and of a potrf with 7 primitives."""
-    a, b = tri(64, np.float64), rand((64, 8), np.float64)
-    s = spd(256, np.float64)
-    tc.set_leaf_size("gpu", "potrf", np.float64, 64)
-    cases = {"trsm64x8": lambda: tc.trsm(a, b),
-             "potrf256_leaf64": lambda: tc.potrf(s.copy(order="F"))}
-    for name, fn in cases.items():
-        fn()
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        for _ in range(200):
-            fn()
-        t1 = time.perf_counter()
-        cp.cuda.Device().synchronize()
-        t2 = time.perf_counter()
-        print(json.dumps({"case": name, "host_us_per_call": (t1 - t0) / 200 * 1e6,
-                          "wall_us_per_call": (t2 - t0) / 200 * 1e6}), flush=True)
-        if profile:
-            prof = cProfile.Profile()
-            prof.enable()
-            for _ in range(100):
-                fn()
-            prof.disable()
-            out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(12)
-            print(out.getvalue()[-3000:], flush=True)
-    tc.set_leaf_size("gpu", "potrf", np.float64, None)
-
-
-def primitive_times(kind, m, n, dt, leaf):
-    """GPU time per primitive kind inside one call (CUDA events around each raw call)."""
+def profile(device: GPUDevice, job: Job) -> dict[str, str]:
+    """GPU milliseconds per kind of primitive inside one eager call of ``job``."""
     from tricov.backends.cuda import CUDAExecutor
 
     totals: dict[str, float] = collections.defaultdict(float)
     counts: dict[str, int] = collections.defaultdict(int)
-    names = ["raw_gemm", "raw_trsm", "raw_trmm", "raw_herk", "raw_potrf", "raw_trtri",
-             "raw_lauum", "_narrow"]
+    names = ["raw_gemm", "raw_herk", "raw_potrf", "raw_trtri", "raw_lauum", "raw_trsm",
+             "raw_trmm", "_launch"]
     saved = {name: getattr(CUDAExecutor, name) for name in names}
 
     def wrap(name, fn):
-        def timed_call(self, *args):
+        def timed(self, *args):
+            key = args[0].replace("tricov::", "") if name == "_launch" else name
             e0, e1 = cp.cuda.Event(), cp.cuda.Event()
             e0.record()
             out = fn(self, *args)
             e1.record()
             e1.synchronize()
-            totals[name] += cp.cuda.get_elapsed_time(e0, e1)
-            counts[name] += 1
+            totals[key] += cp.cuda.get_elapsed_time(e0, e1)
+            counts[key] += 1
             return out
-        return timed_call
+        return timed
 
+    case = job.case
+    rng = device.generator(job.seed(0))
+    arrays = {k: device.upload(v) for k, v in case.make(rng, job.shape, job.dtype, cp).items()}
+    tc.set_cuda_graphs(False)
     for name, fn in saved.items():
         setattr(CUDAExecutor, name, wrap(name, fn))
     try:
-        tc.set_leaf_size("gpu", kind, dt, leaf)
-        if kind == "potrf":
-            x = spd(m, dt)
-            tc.potrf(x)
-        else:
-            a, b = tri(m, dt), rand((m, n), dt)
-            getattr(tc, kind)(a, b)
+        case.run(arrays)
     finally:
         for name, fn in saved.items():
             setattr(CUDAExecutor, name, fn)
-        tc.set_leaf_size("gpu", kind, dt, None)
-    print(json.dumps({"primitives": f"{kind} {m}x{n} leaf {leaf}",
-                      **{k: f"{counts[k]} calls {v:.2f} ms" for k, v in totals.items()}}),
-          flush=True)
+        tc.set_cuda_graphs(True)
+    return {k: f"{counts[k]} x, {v:.2f} ms" for k, v in sorted(totals.items(),
+                                                                key=lambda kv: -kv[1])}
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--sweep", action="store_true")
-    p.add_argument("--json")
-    p.add_argument("--dtypes", default="float64,float32")
-    p.add_argument("--profile", action="store_true", help="host profile and GPU time by "
-                   "primitive for a few cases")
-    args = p.parse_args()
-    import torch
-
-    print(json.dumps({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-                      "copy_GBps": copy_bandwidth(),
-                      "dgemm8192_TFs": gemm_rate(8192, 8192, 8192, np.float64)}), flush=True)
-    overhead(args.profile)
-    if args.profile:
-        for case in [("trsm", 16384, 64, 128), ("trsm", 16384, 64, 256), ("trsm", 8192, 8192, 256),
-                     ("trsm", 8192, 8192, 1024), ("potrf", 8192, 0, 1024)]:
-            primitive_times(case[0], case[1], case[2], np.float64, case[3])
-    for dt in [np.dtype(d) for d in args.dtypes.split(",")]:
-        squares = (4096, 8192) if args.quick else (4096, 8192, 16384)
-        for kind in ("trsm", "trmm"):
-            for n in (64, 128, 256):
-                bench_trxm(kind, 16384, n, dt, args.sweep)
-            for n in squares:
-                bench_trxm(kind, n, n, dt, args.sweep)
-        sizes = (1024, 4096, 16384) if args.quick else (1024, 2048, 4096, 8192, 16384, 32768)
-        for n in sizes:
-            if dt.itemsize * n * n * 3 < 60e9:
-                bench_chol("potrf", n, dt, args.sweep, torch)
-        for op in ("potri", "poti"):
-            bench_chol(op, 16384 if not args.quick else 8192, dt, args.sweep, torch)
+def save(args: argparse.Namespace, device: GPUDevice, out: dict) -> str:
+    """Write the JSON and the text table asked for; return the table."""
+    text = (f"{device.label()}; TFLOP/s; native = cuBLAS/cuSOLVER, torch = PyTorch "
+            f"{out['device'].get('torch_version', '')}\n" + text_table(out["results"]))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(ROWS, f, indent=1)
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    if args.table:
+        Path(args.table).write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer and smaller shapes")
+    p.add_argument("--dtypes", default="float64,float32", help="comma-separated dtypes")
+    p.add_argument("--json", help="write every result (and sweeps, profiles) here")
+    p.add_argument("--table", help="write the tables as text here")
+    p.add_argument("--sweep", action="store_true", help="also time several leaf sizes")
+    p.add_argument("--profile", action="store_true",
+                   help="GPU time per primitive inside one call of a few cases")
+    p.add_argument("--ops", help="comma-separated operations to keep (default: all)")
+    args = p.parse_args(argv)
+    device = GPUDevice()
+    info = device.describe()
+    print(device.label(), flush=True)
+    out: dict = {"device": info, "results": [], "sweeps": [], "profiles": []}
+    todo = jobs(args.quick, args.dtypes.split(","))
+    if args.ops:
+        keep = set(args.ops.split(","))
+        todo = [j for j in todo if j.case.name in keep]
+    if args.profile:
+        for op, shape in (("trsm", (16384, 64)), ("trsm", (4096, 4096)), ("trmm", (16384, 64)),
+                          ("potrf", (4096,)), ("potri", (8192,))):
+            job = Job(CASES[op], shape, np.dtype(np.float64))
+            prof = profile(device, job)
+            print(f"profile {op} {shape}: {prof}", flush=True)
+            out["profiles"].append({"op": op, "shape": list(shape), "primitives": prof})
+            _free()
+    for job in todo:
+        big = _big(job)
+        result = measure(device, job, repeat=3 if big else 5, warmup=2,
+                         gemm=not (len(job.shape) == 1 and job.shape[0] >= 32768))
+        out["results"].append(row(result))
+        print(json.dumps(out["results"][-1]), file=sys.stderr, flush=True)
+        if args.sweep and job.case.name in CANDIDATES:
+            rates = sweep(device, job)
+            print(f"sweep {job.case.name} {job.dtype.name} {job.shape}: "
+                  + ", ".join(f"{k}: {v:.2f}" for k, v in rates.items()), flush=True)
+            out["sweeps"].append({"op": job.case.name, "dtype": job.dtype.name,
+                                  "shape": list(job.shape), "TFs": rates})
+        _free()
+        save(args, device, out)  # after every job: a run cut short keeps what it measured
+    print(save(args, device, out), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

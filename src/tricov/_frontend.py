@@ -183,13 +183,14 @@ class Operands:
         else:
             self.xp = np
         self.ex: Executor | None = None  # made inside the device context, by __enter__
+        self._runner: Executor | None = None
 
     def __enter__(self) -> list[Mat]:
         self._device = None
         if _is_cupy(self.arrays[0]):
             self._device = self.arrays[0].device
             self._device.__enter__()
-        self.ex = executor_for(self.arrays[0], self.dtype)
+        self.ex = self._runner = executor_for(self.arrays[0], self.dtype)
         views = []
         for op in self._ops:
             v = view_of(op.user)
@@ -211,8 +212,13 @@ class Operands:
 
     def run(self, fn: Any, *args: Any) -> None:
         """Run a recursion ``fn(ex, *args)`` on this call's executor (replaying a captured CUDA
-        graph when the same call was seen before; see :mod:`tricov._plans`)."""
-        self.ex = _plans.run(self.ex, fn, *args)
+        graph when the same call was seen before; see :mod:`tricov._plans`).
+
+        Afterwards :attr:`ex` is the executor whose ``info`` describes this run: a replayed
+        plan's own. Later runs still start from the executor of the call, which works on the
+        caller's stream (a plan's executor was bound to the private stream it was captured on).
+        """
+        self.ex = _plans.run(self._runner, fn, *args)
 
     def working(self, index: int) -> Any:
         """The memory the call works on for operand ``index`` (the array, or its copy)."""

@@ -64,7 +64,7 @@ def run(ex: Executor, fn: Callable[..., Any], *args: Any) -> Executor:
     if stream.is_capturing():  # the caller is recording us into a graph of its own
         fn(ex, *args)
         return ex
-    key = (fn, args, ex.dtype, type(ex).narrow, cupy.cuda.Device().id)
+    key = (fn, args, ex.dtype, ex.settings, cupy.cuda.Device().id)
     with _lock:
         entry = _plans.get(key)
         if entry is not None:

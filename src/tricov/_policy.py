@@ -52,15 +52,20 @@ class LeafSizes:
 # POTRF best with leaf 256 and SYRK/TRSM 128-256 inside, POTRI with TRTRI/LAUUM leaves of 512-1024
 # and TRMM/SYRK 512; TRSM/TRMM standalone 128-256. Native TRSM (TRMM) is already GEMM-bound from
 # 1024 (256) right-hand sides, where the recursion only adds small-GEMM overhead.
-# GPU: the float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100
-# (benchmarks/README.md): 512 is best or within 2% for TRSM/TRMM except wide square solves
-# (128 there), 1024 for POTRF (cuSOLVER leaves), 512 for TRTRI/LAUUM/SYRK.
+# GPU (float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100, benchmarks/README.md):
+# TRSM/TRMM leaves of 128 rows, best of 128/256/512 for square 4096..16384, 16384 x 64..256 and
+# inside POTRI; TRTRI and LAUUM leaves are tricov's shared-memory kernels, whose largest block
+# (kernels.block_order: 128, 64 for complex128) is the leaf size. POTRF leaves of 1024 go to
+# cuSOLVER: measured faster than recursing down to the 128-row shared-memory leaf at every size
+# up to 16384 (equal at 32768). SYRK 512.
+_GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=512, trmm=512, syrk=512, potrf=1024, trtri=512, lauum=512)
-            for name in ("float32", "float64", "complex64", "complex128")},
+    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=1024, trtri=block,
+                            lauum=block)
+            for name, block in _GPU_BLOCK.items()},
 }
 
 _lock = threading.Lock()

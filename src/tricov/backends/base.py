@@ -82,6 +82,11 @@ class Executor:
     def _cj(self, x: complex) -> complex:
         return x.conjugate() if self.complex else x
 
+    @property
+    def settings(self) -> tuple:
+        """Class-level settings that change which kernels run (part of a captured plan's key)."""
+        return ()
+
     # ------------------------------------------------------------- primitives
     def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat) -> None:
         """``C = alpha A B + beta C`` on logical views."""
@@ -105,6 +110,15 @@ class Executor:
         uplo = b"L" if lower != a.t else b"U"
         return (side, uplo, self._letter(a), b"U" if unit else b"N", b.mrows, b.mcols, alpha,
                 a.ptr, a.ld, b.ptr, b.ld)
+
+    def prepare_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int) -> None:
+        """A recursive TRSM with triangle ``a`` and right-hand sides ``b`` is about to run.
+
+        Its leaves will solve with the diagonal blocks of ``a`` of ``block`` rows starting at
+        multiples of ``block``, but the last, which has the remaining rows
+        (:func:`tricov.recursive.leaf_rows`): an executor may prepare what its leaves need (the
+        GPU inverts diagonal blocks). Nothing by default.
+        """
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         """Solve ``A X = alpha B`` in place of B; A is a logical lower or upper triangle."""

@@ -1,14 +1,23 @@
 """The GPU executor: cuBLAS, cuSOLVER and tricov's CUDA kernels on CuPy memory.
 
 Every primitive is enqueued on the caller's current CuPy stream and nothing waits for the
-device inside an operation: leaf failures (cuSOLVER's ``devInfo``) land in device memory and
-are read once, when the front end asks for :attr:`CUDAExecutor.info`.
+device inside an operation: leaf failures land in device memory and are read once, when the
+front end asks for :attr:`CUDAExecutor.info`.
 
-Leaves: triangular leaves up to the kernel's largest order go to tricov's warp-per-column kernel
-(``kernels/cuda/triangular.cu``), where cuBLAS TRSM/TRMM run at a fraction of GEMM speed;
-larger leaves, or more than :data:`NARROW` right-hand sides, to cuBLAS. POTRF and TRTRI leaves
-are cuSOLVER's; the LAUUM leaf (which cuSOLVER lacks) is a cuBLAS TRMM on a zero-padded copy of
-the triangle.
+GEMMs and HERKs are cuBLAS's. The leaves are tricov's own kernels (``kernels/cuda/leaves.cu``)
+wherever they fit, since cuBLAS TRSM/TRMM and cuSOLVER's POTRF/TRTRI run far below GEMM speed
+on leaf-sized blocks:
+
+* TRSM/TRMM leaves (triangles up to a few hundred rows, any number of right-hand sides):
+  ``tri_leaf``, a band of columns of B per block of threads in shared memory. Before a
+  recursive TRSM, :meth:`CUDAExecutor.prepare_trsm` inverts the diagonal blocks of the triangle
+  in one launch (``tri_inv``) and flags the blocks whose Skeel condition number is at most
+  :attr:`CUDAExecutor.inverse_cond`; leaves multiply by those inverses and substitute with the
+  other blocks, so ill-conditioned triangles keep the backward error of substitution.
+* POTRF, TRTRI and LAUUM leaves up to :func:`tricov.kernels.block_order` (128, or 64 for
+  complex128): one block of threads on the whole leaf in shared memory.
+
+Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 """
 
 from __future__ import annotations
@@ -18,16 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _options as opt
 from .._views import Mat
-from ..kernels import nvrtc, tri_columns, tri_orders
+from ..kernels import THREADS, block_order, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
 from .base import Executor
 
 __all__ = ["CUDAExecutor", "NARROW"]
 
 #: Right-hand sides at or below which triangular leaves use tricov's own kernel (all, by
-#: default: its thousands of warps beat cuBLAS's TRSM/TRMM on leaf-sized triangles).
+#: default).
 NARROW = 1 << 30
 
 
@@ -38,12 +46,43 @@ def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.
     return np.array(values, dtype=kind)
 
 
+class _Inverses:
+    """The inverted diagonal blocks of one TRSM's triangle (see ``prepare_trsm``)."""
+
+    __slots__ = ("block", "blocks", "flags", "key", "ptr", "rows", "step")
+
+    def __init__(self, a: Mat, op: int, lower: bool, unit: bool, rows: int, block: int,
+                 blocks: Any, flags: Any) -> None:
+        self.ptr, self.rows, self.block = a.ptr, rows, block
+        self.key = (a.ld, op, lower, unit, a.itemsize)
+        self.step = (a.ld + 1) * a.itemsize  # bytes from one diagonal element to the next
+        self.blocks, self.flags = blocks, flags
+
+    def find(self, a: Mat, op: int, lower: bool, unit: bool, rows: int) -> tuple[int, int] | None:
+        """Addresses of the inverse and flag of the first block of the diagonal block ``a``."""
+        if (a.ld, op, lower, unit, a.itemsize) != self.key:
+            return None
+        first, rem = divmod(a.ptr - self.ptr, self.step)
+        if rem or first < 0 or first % self.block or first + rows > self.rows:
+            return None
+        q = first // self.block
+        return (self.blocks.data.ptr + q * self.block * self.block * a.itemsize,
+                self.flags.data.ptr + 4 * q)
+
+
 class CUDAExecutor(Executor):
     """Primitives on CuPy memory of the current device, on the current stream."""
 
     backend = "gpu"
     #: Right-hand sides at or below which triangular leaves use tricov's own kernel.
     narrow = NARROW
+    #: Right-hand sides from which the triangular leaf kernel takes its wide configuration.
+    wide = 2048
+    #: Skeel condition number ``|| |T^-1| |T| ||_inf`` up to which a TRSM leaf multiplies by
+    #: the inverse of a diagonal block rather than substituting. Measured normwise backward
+    #: errors of inverse-based solves grow like ``1e-3 * cond * eps`` on adversarial right-hand
+    #: sides: at 1024 they stay at the level of substitution (about one eps).
+    inverse_cond = 1024.0
     #: HERK leaves with ``k >= herk_by_gemm * n`` run as a GEMM plus a triangle update.
     herk_by_gemm = 1
 
@@ -54,9 +93,16 @@ class CUDAExecutor(Executor):
         self.xp = cupy
         self._stream = cupy.cuda.get_current_stream().ptr
         self._hb = lib.bind_blas(self._stream, blas_handle)
-        self._solver: int | None = None  # bound on first use: only Cholesky leaves need it
+        self._solver: int | None = None  # bound on first use: only cuSOLVER leaves need it
         self._statuses: list[tuple[Any, int]] = []
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
+        self._inverses: _Inverses | None = None
+        self._ctype = nvrtc.CTYPE[self.dtype]
+        self._sb = block_order(self.dtype.itemsize)
+
+    @property
+    def settings(self) -> tuple:
+        return (self.narrow, self.wide, self.inverse_cond, self.herk_by_gemm)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: Any, offset: int) -> bool:
@@ -85,37 +131,104 @@ class CUDAExecutor(Executor):
         self._keep.append(buf)
         return buf.ctypes.data
 
-    # ------------------------------------------------------- narrow leaves
-    def _narrow(self, mult: bool, lower: bool, unit: bool, alpha: complex, a: Mat,
-                b: Mat) -> bool:
-        """Run the warp-per-column kernel on logical views if the shape suits it."""
+    def _launch(self, expr: str, grid: int, args: tuple, smem: int) -> None:
+        kernel = nvrtc.function("leaves.cu", expr)
+        nvrtc.allow_shared(kernel, smem)
+        kernel((grid,), (THREADS,), args, shared_mem=smem)
+
+    def _status(self) -> Any:
+        status = self.xp.empty(1, dtype=np.int32)
+        self._keep.append(status)
+        return status
+
+    # ------------------------------------------------------- triangular leaves
+    def prepare_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int) -> None:
+        self._inverses = None
+        m = b.rows
+        if m <= block or not b.cols or b.cols > self.narrow:
+            return  # one leaf: it substitutes
+        bs = min(self._sb, block)
+        count = -(-m // bs)
+        blocks = self.xp.empty(count * bs * bs, dtype=self.dtype)
+        flags = self.xp.empty(count, dtype=np.int32)
+        self._keep += [blocks, flags]
+        op = self._op(a)
+        real = np.float32 if self.dtype in (np.float32, np.complex64) else np.float64
+        expr = f"tricov::tri_inv<{self._ctype}, {self._sb}, false>"
+        self._launch(expr, count, (
+            np.int32(m), np.int32(bs), np.uint64(a.ptr), np.int64(a.ld), np.int32(op),
+            np.int32(lower), np.int32(unit), np.uint64(blocks.data.ptr),
+            np.uint64(flags.data.ptr), np.uint64(0), real(self.inverse_cond)),
+            square_smem(self.dtype.itemsize))
+        self._inverses = _Inverses(a, op, lower, unit, m, bs, blocks, flags)
+
+    def _tri_leaf(self, solve: bool, lower: bool, unit: bool, alpha: complex, a: Mat,
+                  b: Mat) -> bool:
+        """Run ``tri_leaf`` on logical views if the shape suits it."""
         n, ncols = b.rows, b.cols
-        orders = tri_orders(self.dtype.itemsize)
-        if ncols > self.narrow or n > orders[-1]:
+        if ncols > self.narrow:
             return False
-        order = next(k for k in orders if k >= n)
-        cols = tri_columns(order, self.dtype.itemsize, mult)
-        opa = a.op if self.complex else a.op & opt.T
-        opb = b.op if self.complex else b.op & opt.T
-        expr = (f"tricov::tri_small<{nvrtc.CTYPE[self.dtype]}, {order}, {cols}, "
-                f"{nvrtc.cbool(mult)}, {nvrtc.cbool(lower)}>")
-        kernel = nvrtc.function("triangular.cu", expr)
-        warps = -(-ncols // cols)
-        threads = 128
-        blocks = -(-warps * 32 // threads)
-        kernel((blocks,), (threads,), (np.int32(n), np.int32(ncols), self.dtype.type(alpha),
-                                       np.uint64(a.ptr), np.int64(a.ld), np.int32(opa),
-                                       np.uint64(b.ptr), np.int64(b.ld), np.int32(opb),
-                                       np.int32(unit)))
+        wide = ncols >= self.wide
+        smem = leaf_smem(n, self.dtype.itemsize, wide)
+        if smem > nvrtc.shared_max():
+            return False
+        opa = self._op(a)
+        found = None
+        if solve and self._inverses is not None:
+            found = self._inverses.find(a, opa, lower, unit, n)
+        inv, flags = found if found else (0, 0)
+        sb = self._inverses.block if found else self._sb
+        shape = leaf_shape(self.dtype.itemsize, wide)
+        expr = (f"tricov::tri_leaf<{self._ctype}, {self._sb}, {shape.cpt}, {shape.kp}, "
+                f"{nvrtc.cbool(solve)}, {nvrtc.cbool(lower)}>")
+        self._launch(expr, -(-ncols // shape.cols), (
+            np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
+            np.uint64(a.ptr), np.int64(a.ld), np.int32(opa), np.uint64(b.ptr), np.int64(b.ld),
+            np.int32(self._op(b)), np.int32(unit), np.uint64(inv), np.uint64(flags)), smem)
         return True
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
-        if b.rows and b.cols and not self._narrow(False, lower, unit, alpha, a, b):
+        if b.rows and b.cols and not self._tri_leaf(True, lower, unit, alpha, a, b):
             super().trsm(lower, unit, alpha, a, b)
 
     def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
-        if b.rows and b.cols and not self._narrow(True, lower, unit, alpha, a, b):
+        if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b):
             super().trmm(lower, unit, alpha, a, b)
+
+    # -------------------------------------------------------- Cholesky leaves
+    def potrf(self, a: Mat, offset: int) -> bool:
+        self._inverses = None
+        n = a.rows
+        if not n or n > self._sb:
+            return super().potrf(a, offset)
+        status = self._status()
+        self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
+            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
+            np.uint64(status.data.ptr)), square_smem(self.dtype.itemsize))
+        return self._record(status, offset)
+
+    def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
+        self._inverses = None
+        n = a.rows
+        if not n or n > self._sb:
+            return super().trtri(unit, a, offset)
+        status = self._status()
+        real = np.float32 if self.dtype in (np.float32, np.complex64) else np.float64
+        self._launch(f"tricov::tri_inv<{self._ctype}, {self._sb}, true>", 1, (
+            np.int32(n), np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
+            np.int32(1), np.int32(unit), np.uint64(0), np.uint64(0),
+            np.uint64(status.data.ptr), real(0)), square_smem(self.dtype.itemsize))
+        return self._record(status, offset)
+
+    def lauum(self, a: Mat) -> None:
+        self._inverses = None
+        n = a.rows
+        if not n or n > self._sb:
+            super().lauum(a)
+            return
+        self._launch(f"tricov::lauum_leaf<{self._ctype}, {self._sb}>", 1, (
+            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a))),
+            square_smem(self.dtype.itemsize))
 
     # ---------------------------------------------------------------- raw
     def raw_gemm(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):

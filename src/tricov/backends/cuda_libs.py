@@ -77,6 +77,9 @@ _SIGNATURES: dict[str, list] = {
     "cusolverDnSetStream": [_vp, _vp],
     "potrf_bufferSize": [_vp, _i, _i, _vp, _i, _vp],
     "potrf": [_vp, _i, _i, _vp, _i, _vp, _i, _vp],
+    "potri_bufferSize": [_vp, _i, _i, _vp, _i, _vp],
+    "potri": [_vp, _i, _i, _vp, _i, _vp, _i, _vp],
+    "potrs": [_vp, _i, _i, _i, _vp, _i, _vp, _i, _vp],
     "cusolverDnXtrtri_bufferSize": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _vp],
     "cusolverDnXtrtri": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _sz, _vp, _sz, _vp],
 }

@@ -43,7 +43,8 @@ class Case:
     gemm_dims : callable
         ``gemm_dims(shape) -> (m, n, k)``: the GEMM this case is compared with.
     make : callable
-        ``make(rng, shape, dtype) -> {name: host array}``: fresh column-major random inputs.
+        ``make(rng, shape, dtype, xp=numpy) -> {name: array}``: fresh column-major random
+        inputs made with the array module ``xp`` and the generator ``rng``.
     outputs : tuple of str
         Names of the inputs the operation overwrites (restored before each timed call).
     run : callable
@@ -59,7 +60,7 @@ class Case:
     default_shapes: tuple[Shape, ...]
     flops: Callable[[Shape, np.dtype], float]
     gemm_dims: Callable[[Shape], tuple[int, int, int]]
-    make: Callable[[np.random.Generator, Shape, np.dtype], Arrays]
+    make: Callable[..., Arrays]
     outputs: tuple[str, ...]
     run: Callable[[Arrays], object]
     leaf_ops: tuple[str, ...]
@@ -117,39 +118,46 @@ def format_shape(shape: Shape) -> str:
 
 
 # ------------------------------------------------------------------------------------ inputs
-def random_matrix(rng: np.random.Generator, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
+# Inputs are made with the device's array module ``xp`` (NumPy, CuPy) and a generator with
+# NumPy's ``uniform(low, high, size)``, so that large GPU inputs never pass through the host.
+def random_matrix(rng: Any, rows: int, cols: int, dtype: np.dtype, xp: Any = np) -> Any:
     """Entries uniform in (-1, 1) (real and imaginary parts), column-major."""
-    out = np.empty((rows, cols), dtype=dtype, order="F")
-    out.real = rng.uniform(-1.0, 1.0, size=(rows, cols))
+    out = xp.empty((rows, cols), dtype=dtype, order="F")
+    re = rng.uniform(-1.0, 1.0, size=(rows, cols))
     if out.dtype.kind == "c":
-        out.imag = rng.uniform(-1.0, 1.0, size=(rows, cols))
+        out[...] = re + 1j * rng.uniform(-1.0, 1.0, size=(rows, cols))
+    else:
+        out[...] = re
     return out
 
 
-def _add_diagonal(a: np.ndarray, value: float) -> np.ndarray:
-    idx = np.arange(a.shape[0])
+def _add_diagonal(a: Any, value: float, xp: Any) -> Any:
+    idx = xp.arange(a.shape[0])
     a[idx, idx] += value
     return a
 
 
-def _triangle(rng: np.random.Generator, n: int, dtype: np.dtype) -> np.ndarray:
+def _triangle(rng: Any, n: int, dtype: np.dtype, xp: Any = np) -> Any:
     """A well-conditioned triangle like a Cholesky factor: random entries, a real diagonal
     shifted by ``2n`` (LAPACK's LAUUM and POTRI read only the real part of the diagonal).
 
     Both triangles are filled (the one an operation does not reference is random too), so that
     an implementation reading the wrong triangle gets a wrong answer rather than a lucky one.
     """
-    a = random_matrix(rng, n, n, dtype)
-    idx = np.arange(n)
+    a = random_matrix(rng, n, n, dtype, xp)
+    idx = xp.arange(n)
     a[idx, idx] = a[idx, idx].real
-    return _add_diagonal(a, 2.0 * n)
+    return _add_diagonal(a, 2.0 * n, xp)
 
 
-def _spd(rng: np.random.Generator, n: int, dtype: np.dtype) -> np.ndarray:
+def _spd(rng: Any, n: int, dtype: np.dtype, xp: Any = np) -> Any:
     """A symmetric (Hermitian) positive definite matrix, diagonally dominant."""
-    g = random_matrix(rng, n, n, dtype)
-    a = np.asfortranarray((g + g.conj().T) / 2)
-    return _add_diagonal(a, 2.0 * n)
+    g = random_matrix(rng, n, n, dtype, xp)
+    a = g.conj().T.copy(order="F")
+    a += g
+    a /= 2
+    del g
+    return _add_diagonal(a, 2.0 * n, xp)
 
 
 # ------------------------------------------------------------------------------------ cases
@@ -169,9 +177,9 @@ _TRIANGULAR_SHAPES = tuple((n, n) for n in _SQUARES) + tuple(
 
 
 def _trxm_case(name: str) -> Case:
-    def make(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> Arrays:
+    def make(rng: Any, shape: Shape, dtype: np.dtype, xp: Any = np) -> Arrays:
         m, n = shape
-        return {"A": _triangle(rng, m, dtype), "B": random_matrix(rng, m, n, dtype)}
+        return {"A": _triangle(rng, m, dtype, xp), "B": random_matrix(rng, m, n, dtype, xp)}
 
     def run(x: Arrays) -> object:
         return getattr(_tricov(), name)(x["A"], x["B"])
@@ -182,19 +190,18 @@ def _trxm_case(name: str) -> Case:
                 gemm_note="C (m x n) += A (m x m) B (m x n)")
 
 
-def _syrk_make(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> Arrays:
+def _syrk_make(rng: Any, shape: Shape, dtype: np.dtype, xp: Any = np) -> Arrays:
     n, k = shape
-    return {"A": random_matrix(rng, n, k, dtype), "C": _spd(rng, n, dtype)}
+    return {"A": random_matrix(rng, n, k, dtype, xp), "C": _spd(rng, n, dtype, xp)}
 
 
-def _square_case(name: str, make: Callable[[np.random.Generator, int, np.dtype], np.ndarray],
-                 leaf_ops: tuple[str, ...]) -> Case:
+def _square_case(name: str, make: Callable[..., Any], leaf_ops: tuple[str, ...]) -> Case:
     def run(x: Arrays) -> object:
         return getattr(_tricov(), name)(x["A"])
 
     return Case(name=name, dims=("n",), default_shapes=tuple((n,) for n in _SQUARES),
                 flops=_count(name), gemm_dims=lambda s: (s[0], s[0], s[0]),
-                make=lambda rng, shape, dtype: {"A": make(rng, shape[0], dtype)},
+                make=lambda rng, shape, dtype, xp=np: {"A": make(rng, shape[0], dtype, xp)},
                 outputs=("A",), run=run, leaf_ops=leaf_ops,
                 gemm_note="C (n x n) += A (n x n) B (n x n)")
 
@@ -202,14 +209,14 @@ def _square_case(name: str, make: Callable[[np.random.Generator, int, np.dtype],
 _RHS_SHAPES = ((1024, 64), (2048, 64), (4096, 64), (4096, 1), (4096, 512))
 
 
-def _potrs_make(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> Arrays:
+def _potrs_make(rng: Any, shape: Shape, dtype: np.dtype, xp: Any = np) -> Arrays:
     n, nrhs = shape
-    return {"L": _triangle(rng, n, dtype), "B": random_matrix(rng, n, nrhs, dtype)}
+    return {"L": _triangle(rng, n, dtype, xp), "B": random_matrix(rng, n, nrhs, dtype, xp)}
 
 
-def _posv_make(rng: np.random.Generator, shape: Shape, dtype: np.dtype) -> Arrays:
+def _posv_make(rng: Any, shape: Shape, dtype: np.dtype, xp: Any = np) -> Arrays:
     n, nrhs = shape
-    return {"A": _spd(rng, n, dtype), "B": random_matrix(rng, n, nrhs, dtype)}
+    return {"A": _spd(rng, n, dtype, xp), "B": random_matrix(rng, n, nrhs, dtype, xp)}
 
 
 register(_trxm_case("trsm"))

@@ -120,8 +120,11 @@ def bench(parser: argparse.ArgumentParser) -> Run:
         except ValueError as e:
             parser.error(str(e))
         console = Console()
-        with _blas_threads(args.threads):
+        try:
             device = get_device(args.device)
+        except ValueError as e:
+            parser.error(str(e))
+        with _blas_threads(args.threads):
             results = run_jobs(console, device, jobs, repeat=args.repeat, warmup=args.warmup,
                                seed=args.seed)
             machine = device.describe()
@@ -180,8 +183,11 @@ def tune(parser: argparse.ArgumentParser) -> Run:
         dtypes = list(DTYPES if "all" in args.dtypes else dict.fromkeys(args.dtypes))
         ops = tuning.order_ops(args.ops)
         console = Console()
-        with _blas_threads(args.threads):
+        try:
             device = get_device(args.device)
+        except ValueError as e:
+            parser.error(str(e))
+        with _blas_threads(args.threads):
             machine = device.describe()
             info = {**machine, "size": plan.size, "candidates": list(plan.candidates),
                     "repeat": plan.repeat, "quick": bool(args.quick)}

@@ -1,10 +1,10 @@
 """Where a benchmark runs: memory, timing and peers of one kind of device.
 
-The harness (:mod:`tricov.bench.runner`) only talks to a :class:`Device`. A device moves host
-arrays onto itself, restores outputs between timed calls, times one call (CPU: wall clock; a
-GPU device will use CUDA events), and supplies the peers: the native library routine of each case
-and the GEMM. Only the CPU is implemented here; a GPU device registers itself in :data:`DEVICES`
-with a factory that imports CuPy lazily.
+The harness (:mod:`tricov.bench.runner`) only talks to a :class:`Device`. A device makes the
+random inputs where they will live (its array module and random generator), restores outputs
+between timed calls, times one call (CPU: wall clock; GPU: CUDA events), and supplies the peers:
+the native library routine of each case, the GEMM, and any further peers (PyTorch on the GPU).
+Devices are registered in :data:`DEVICES` by name; the GPU's factory imports CuPy when called.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEVICES", "CPUDevice", "Device", "get_device"]
+__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "get_device"]
 
 Arrays = dict[str, Any]
 Call = Callable[[Arrays], object]
+#: A further peer: its label (a column of the tables), its call, what it calls.
+Peer = tuple[str, Call, str]
 
 
 class Device(ABC):
@@ -29,6 +31,12 @@ class Device(ABC):
     name: str = ""
     #: Backend name of the leaf-size policy (:func:`tricov.leaf_sizes`).
     backend: str = ""
+    #: The array module inputs are made with (numpy, cupy).
+    xp: Any = np
+
+    def generator(self, seed: Any) -> Any:
+        """A random generator with NumPy's ``uniform(low, high, size)`` for ``xp`` arrays."""
+        return np.random.default_rng(seed)
 
     @abstractmethod
     def upload(self, host: np.ndarray) -> Any:
@@ -53,6 +61,10 @@ class Device(ABC):
     @abstractmethod
     def gemm(self, dtype: np.dtype) -> tuple[Call, str]:
         """``C += A B`` on arrays ``A, B, C`` in the vendor library, and the routine's name."""
+
+    def peers(self, case: str, dtype: np.dtype) -> list[Peer]:
+        """Further peers of ``case`` beyond the native one (none by default)."""
+        return []
 
     @abstractmethod
     def describe(self) -> dict[str, str]:
@@ -112,15 +124,108 @@ class CPUDevice(Device):
                 f"{threads} thread{'' if threads == '1' else 's'})")
 
 
-#: Device factories by name. A GPU device is added as ``DEVICES["gpu"] = factory``, where the
-#: factory imports CuPy when called.
-DEVICES: dict[str, Callable[[], Device]] = {"cpu": CPUDevice}
+class GPUDevice(Device):
+    """The current CUDA GPU: CuPy arrays made on the device, CUDA-event timing, cuBLAS and
+    cuSOLVER as the native peers (:mod:`tricov.bench.peers_gpu`), PyTorch as a further peer
+    where it is installed with CUDA."""
+
+    name = "gpu"
+    backend = "gpu"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.xp = cupy
+
+    def generator(self, seed: Any) -> Any:
+        # CuPy's legacy generator has NumPy's uniform(low, high, size); it takes one integer.
+        state = np.random.SeedSequence(seed).generate_state(1)[0]
+        return self.xp.random.RandomState(int(state))
+
+    def upload(self, host: Any) -> Any:
+        return self.xp.asfortranarray(self.xp.asarray(host))
+
+    def download(self, arr: Any) -> np.ndarray:
+        return self.xp.asnumpy(arr)
+
+    def copy(self, dst: Any, src: Any) -> None:
+        self.xp.copyto(dst, src)
+        self.xp.cuda.get_current_stream().synchronize()
+
+    def time(self, call: Call, arrays: Arrays) -> float:
+        start, stop = self.xp.cuda.Event(), self.xp.cuda.Event()
+        start.record()
+        call(arrays)
+        stop.record()
+        stop.synchronize()
+        return self.xp.cuda.get_elapsed_time(start, stop) / 1e3
+
+    def native(self, case: str, dtype: np.dtype) -> tuple[Call, str]:
+        from . import peers_gpu
+
+        try:
+            peer = peers_gpu.NATIVE[case]
+        except KeyError:
+            raise ValueError(f"no native GPU peer for the case {case!r}") from None
+        dtype = np.dtype(dtype)
+        return (lambda x: peer(x, dtype)), peers_gpu.routines(case, dtype)
+
+    def gemm(self, dtype: np.dtype) -> tuple[Call, str]:
+        from . import peers_gpu
+
+        dtype = np.dtype(dtype)
+        prefix = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
+        return (lambda x: peers_gpu.gemm(x, dtype)), f"cublas{prefix[dtype.name]}gemm"
+
+    def peers(self, case: str, dtype: np.dtype) -> list[Peer]:
+        from . import peers_gpu
+
+        found = peers_gpu.torch_peer(case)
+        return [] if found is None else [("torch", found[0], found[1])]
+
+    def describe(self) -> dict[str, str]:
+        from . import machine
+
+        props = self.xp.cuda.runtime.getDeviceProperties(self.xp.cuda.Device().id)
+        name = props["name"]
+        runtime = self.xp.cuda.runtime.runtimeGetVersion()
+        info = {"device": self.name,
+                "gpu": name.decode() if isinstance(name, bytes) else str(name),
+                "cuda_runtime": f"{runtime // 1000}.{runtime % 1000 // 10}"}
+        try:
+            import torch
+
+            info["torch_version"] = str(torch.__version__)
+        except ImportError:
+            info["torch_version"] = "not installed"
+        try:
+            info.update(machine.summary())
+        except ImportError:  # threadpoolctl absent: the host's BLAS is not what is measured
+            info.update({f"{k}_version": v for k, v in machine.versions().items()})
+        return info
+
+    def label(self) -> str:
+        info = self.describe()
+        return f"gpu ({info['gpu']}, CUDA {info['cuda_runtime']})"
+
+
+#: Device factories by name.
+DEVICES: dict[str, Callable[[], Device]] = {"cpu": CPUDevice, "gpu": GPUDevice}
 
 
 def get_device(name: str) -> Device:
-    """A new device of kind ``name`` (a key of :data:`DEVICES`)."""
+    """A new device of kind ``name`` (a key of :data:`DEVICES`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a device this machine cannot provide (no CuPy, no GPU).
+    """
     try:
         factory = DEVICES[name]
     except KeyError:
         raise ValueError(f"device must be one of {sorted(DEVICES)}, got {name!r}") from None
-    return factory()
+    try:
+        return factory()
+    except ImportError as e:
+        raise ValueError(f"device {name!r} is not available here: {e}") from None

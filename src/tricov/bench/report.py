@@ -40,22 +40,34 @@ def table(results: Sequence[Result], title: str = "") -> Table:
                    f"leaf sizes {leaves}")
     out = Table(title=title or None, caption=caption or None, title_justify="left",
                 caption_justify="left", box=box.SIMPLE_HEAD)
+    labels = list(first.peers) if first is not None else []
+    if labels:
+        caption += "; " + "; ".join(f"{label} = {first.peers[label][1]}" for label in labels)
+        out.caption = caption
     dims = "x".join(first.dims) if first is not None else "shape"
     out.add_column(dims, justify="right", no_wrap=True)
     out.add_column("tricov\nGFLOP/s", justify="right")
     out.add_column("native\nGFLOP/s", justify="right")
+    for label in labels:
+        out.add_column(f"{label}\nGFLOP/s", justify="right")
     out.add_column("GEMM\nGFLOP/s", justify="right")
     out.add_column("tricov/\nnative", justify="right")
+    for label in labels:
+        out.add_column(f"tricov/\n{label}", justify="right")
     out.add_column("tricov/\nGEMM", justify="right")
     out.add_column("rel.\ndiff", justify="right")
     for r in results:
-        ratio = f"{r.ratio_native:.2f}"
-        if r.ratio_native >= 1:
-            ratio = f"[green]{ratio}[/]"
+        peers = [p for p in labels if p in r.peers]
+        ratios = [_ratio(r.ratio_native)] + [_ratio(r.ratio_peer(p)) for p in peers]
         out.add_row(format_shape(r.shape), _gflops(r.tricov_gflops), _gflops(r.native_gflops),
-                    _gflops(r.gemm_gflops), ratio,
-                    f"{r.ratio_gemm:.2f}", f"{r.rel_diff:.1e}")
+                    *(_gflops(r.peer_gflops(p)) for p in peers), _gflops(r.gemm_gflops),
+                    *ratios, f"{r.ratio_gemm:.2f}", f"{r.rel_diff:.1e}")
     return out
+
+
+def _ratio(x: float) -> str:
+    text = f"{x:.2f}"
+    return f"[green]{text}[/]" if x >= 1 else text
 
 
 #: Columns of the CSV file, before the machine columns.
@@ -80,6 +92,10 @@ def _row(r: Result) -> dict[str, object]:
         "gemm_flops": f"{r.gemm_flops:.6g}", "native_routine": r.native_routine,
         "gemm_routine": r.gemm_routine, "rel_diff": f"{r.rel_diff:.3g}",
     }
+    for label, (seconds, routine) in r.peers.items():
+        row.update({f"{label}_s": f"{seconds:.6g}", f"{label}_gflops":
+                    f"{r.peer_gflops(label):.6g}", f"ratio_{label}": f"{r.ratio_peer(label):.4f}",
+                    f"{label}_routine": routine})
     row.update({f"leaf_{op}": nb for op, nb in r.leaf_sizes.items()})
     return row
 
@@ -90,7 +106,7 @@ def write_csv(path: str | Path, results: Iterable[Result], machine: Mapping[str,
     columns = list(CSV_COLUMNS)
     for key in (k for row in rows for k in row):
         if key not in columns:
-            columns.append(key)  # the leaf sizes
+            columns.append(key)  # further peers, the leaf sizes
     machine = {k: v for k, v in machine.items() if k not in columns}
     columns += list(machine)
     path = Path(path)
@@ -119,7 +135,7 @@ _STYLE = {"tricov": ("tab:blue", "o"), "native": ("tab:orange", "s"),
 
 
 def plot(path: str | Path, results: Sequence[Result], title: str = "") -> Path:
-    """Plot GFLOP/s against size for tricov, the native peer and the GEMM, into a PNG.
+    """Plot GFLOP/s against size for tricov, its peers and the GEMM, into a PNG.
 
     One row of panels per (op, dtype); one panel per family of shapes (see :func:`_family`).
     """
@@ -139,11 +155,14 @@ def plot(path: str | Path, results: Sequence[Result], title: str = "") -> Path:
             ax = axes[row][col]
             points.sort(key=lambda p: p[0])
             xs = [x for x, _ in points]
-            for name, rate in (("tricov", "tricov_gflops"), ("native", "native_gflops"),
-                               ("GEMM", "gemm_gflops")):
-                color, marker = _STYLE[name]
-                ax.plot(xs, [getattr(r, rate) for _, r in points], marker=marker,
-                        color=color, label=name)
+            curves = [("tricov", lambda r: r.tricov_gflops), ("native", lambda r: r.native_gflops),
+                      ("GEMM", lambda r: r.gemm_gflops)]
+            curves += [(label, lambda r, label=label: r.peer_gflops(label))
+                       for label in points[0][1].peers]
+            for name, rate in curves:
+                color, marker = _STYLE.get(name, ("tab:green", "D"))
+                ax.plot(xs, [rate(r) for _, r in points], marker=marker, color=color,
+                        label=name)
             if len(set(xs)) > 1:
                 ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [str(x) for x in xs])

@@ -165,6 +165,16 @@ class Result:
     gemm_note: str
     rel_diff: float
     leaf_sizes: dict[str, int]
+    #: Further peers (:meth:`Device.peers`): label -> (median seconds, what it calls).
+    peers: dict[str, tuple[float, str]] = field(default_factory=dict)
+
+    def peer_gflops(self, label: str) -> float:
+        """The rate of the further peer ``label``."""
+        return self.flops / self.peers[label][0] / 1e9
+
+    def ratio_peer(self, label: str) -> float:
+        """tricov's rate over the further peer's."""
+        return self.tricov_gflops / self.peer_gflops(label)
 
     @property
     def tricov_gflops(self) -> float:
@@ -192,40 +202,50 @@ class Result:
 def _rel_diff(device: Device, got: Arrays, want: Arrays, names: Iterable[str]) -> float:
     """Largest relative Frobenius difference between the outputs of tricov and of the peer."""
     worst = 0.0
+    xp = device.xp  # on the device: large outputs never travel
     for name in names:
-        g, w = device.download(got[name]), device.download(want[name])
-        scale = np.linalg.norm(w)
-        diff = np.linalg.norm(g - w)
-        worst = max(worst, float(diff / scale) if scale else float(diff))
+        g, w = got[name], want[name]
+        scale = float(xp.linalg.norm(w))
+        diff = float(xp.linalg.norm(g - w))
+        worst = max(worst, diff / scale if scale else diff)
     return worst
 
 
-def measure(device: Device, job: Job, *, repeat: int = 5, warmup: int = 1, seed: int = 0
-            ) -> Result:
-    """Time tricov, the native peer and the GEMM on one job.
+def measure(device: Device, job: Job, *, repeat: int = 5, warmup: int = 1, seed: int = 0,
+            gemm: bool = True) -> Result:
+    """Time tricov, the native peer, the device's further peers and the GEMM on one job.
 
-    After the timed calls, the outputs of tricov and of the peer (from the same inputs) are
-    compared: ``rel_diff`` is a sanity check, not a backward-error test.
+    After the timed calls, the outputs of tricov and of the native peer (from the same inputs)
+    are compared: ``rel_diff`` is a sanity check, not a backward-error test. ``gemm=False``
+    leaves the GEMM out (its time is then NaN): three more operands may not fit in memory.
     """
     case, dtype = job.case, job.dtype
-    rng = np.random.default_rng(job.seed(seed))
-    pristine = {k: device.upload(v) for k, v in case.make(rng, job.shape, dtype).items()}
+    rng = device.generator(job.seed(seed))
+    pristine = {k: device.upload(v)
+                for k, v in case.make(rng, job.shape, dtype, device.xp).items()}
     m, n, k = case.gemm_dims(job.shape)
-    gemm_inputs = {name: device.upload(random_matrix(rng, rows, cols, dtype))
-                   for name, rows, cols in (("A", m, k), ("B", k, n), ("C", m, n))}
     native, native_routine = device.native(case.name, dtype)
-    gemm, gemm_routine = device.gemm(dtype)
+    gemm_call, gemm_routine = device.gemm(dtype)
     contenders = [Contender("tricov", case.run, pristine, case.outputs, device),
-                  Contender("native", native, pristine, case.outputs, device),
-                  Contender("gemm", gemm, gemm_inputs, ("C",), device)]
-    t_tricov, t_native, t_gemm = time_interleaved(contenders, repeat, warmup)
+                  Contender("native", native, pristine, case.outputs, device)]
+    extra = device.peers(case.name, dtype)
+    contenders += [Contender(label, call, pristine, case.outputs, device)
+                   for label, call, _ in extra]
+    if gemm:
+        gemm_inputs = {name: device.upload(random_matrix(rng, rows, cols, dtype, device.xp))
+                       for name, rows, cols in (("A", m, k), ("B", k, n), ("C", m, n))}
+        contenders.append(Contender("gemm", gemm_call, gemm_inputs, ("C",), device))
+    times = time_interleaved(contenders, repeat, warmup)
+    t_gemm = times[-1] if gemm else float("nan")
     nb = _policy.leaf_sizes(device.backend, dtype)
     return Result(
         op=case.name, device=device.name, dtype=dtype.name, shape=job.shape, dims=case.dims,
         flops=case.flops(job.shape, dtype), gemm_shape=(m, n, k),
-        gemm_flops=gemm_flops(m, n, k, dtype), repeat=repeat, tricov_s=t_tricov,
-        native_s=t_native, gemm_s=t_gemm, native_routine=native_routine,
+        gemm_flops=gemm_flops(m, n, k, dtype), repeat=repeat, tricov_s=times[0],
+        native_s=times[1], gemm_s=t_gemm, native_routine=native_routine,
         gemm_routine=gemm_routine, gemm_note=case.gemm_note,
         rel_diff=_rel_diff(device, contenders[0].work, contenders[1].work, case.outputs),
-        leaf_sizes={op: getattr(nb, op) for op in _policy.OPERATIONS})
+        leaf_sizes={op: getattr(nb, op) for op in _policy.OPERATIONS},
+        peers={label: (t, routine) for (label, _, routine), t
+               in zip(extra, times[2:2 + len(extra)], strict=True)})
 

@@ -151,9 +151,9 @@ def tune(device: Device, ops: Iterable[str], dtypes: Iterable[str], plan: TunePl
 def _tune_one(device: Device, op: str, dtype: np.dtype, plan: TunePlan, previous: int,
               seed: int, step: Callable[[str], None] | None) -> TuneResult:
     case = CASES[op]
-    rng = np.random.default_rng([seed, plan.size])
+    rng = device.generator([seed, plan.size])
     shape = _shape(op, plan.size)
-    pristine = {k: device.upload(v) for k, v in case.make(rng, shape, dtype).items()}
+    pristine = {k: device.upload(v) for k, v in case.make(rng, shape, dtype, device.xp).items()}
     contender = Contender(op, case.run, pristine, case.outputs, device)
     candidates = _candidates(plan, previous)
 

@@ -1,59 +1,100 @@
-"""Kernels: CUDA templates (``cuda/*.cu``, compiled at run time) and Numba CPU kernels."""
+"""Kernels: CUDA templates (``cuda/*.cu``, compiled at run time) and Numba CPU kernels.
+
+The sizes below are shared by the CUDA sources and the executor that launches them: the order
+of the diagonal blocks the shared-memory kernels hold, the shapes of the triangular leaf kernel
+and the shared memory each launch takes.
+"""
 
 from __future__ import annotations
 
-__all__ = ["TRI_ORDERS", "instantiations", "tri_columns", "tri_orders"]
+from typing import NamedTuple
+
+__all__ = ["SHARED_MAX", "THREADS", "LeafShape", "block_order", "instantiations", "leaf_shape",
+           "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 
-#: Leaf orders the warp-per-column triangular kernel is compiled for.
-TRI_ORDERS = (32, 64, 128, 256)
+#: Threads per block of every leaf kernel (``THREADS`` in ``cuda/leaves.cu``).
+THREADS = 256
+#: Shared memory one block may take on the GPUs tricov targets (sm_90: 227 KiB).
+SHARED_MAX = 227 * 1024
 
 
-def tri_orders(itemsize: int) -> tuple[int, ...]:
-    """Leaf orders of ``tri_small`` for an item size: a lane's column of T (``order / 32``
-    values, twice over for prefetching) must stay in registers, so 16-byte types stop at 128."""
-    return tuple(k for k in TRI_ORDERS if k * itemsize <= 2048)
+def block_order(itemsize: int) -> int:
+    """Largest diagonal block the shared-memory kernels hold (POTRF, TRTRI and LAUUM leaves,
+    inverted diagonal blocks of TRSM): 128, or 64 for 16-byte elements (a square of 128 would
+    not fit)."""
+    return 128 if itemsize <= 8 else 64
 
 
-def tri_columns(order: int, itemsize: int, mult: bool) -> int:
-    """Right-hand-side columns per warp of ``tri_small``: as many as fit ~48 registers of data.
+class LeafShape(NamedTuple):
+    """Shape of one block of ``tri_leaf``: columns of B per thread (``cpt``), columns of the
+    triangle staged per panel (``kp``) and columns of B per block of threads (``cols``)."""
 
-    Each lane keeps ``order / 32`` values per column (twice that when multiplying).
-    """
-    per_column = (order // 32) * (2 if mult else 1) * itemsize // 4
-    cols = 4
-    while cols > 1 and cols * per_column > 48:
-        cols //= 2
-    return cols
+    cpt: int
+    kp: int
+    cols: int
 
 
-def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[str, list[str]]:
+def leaf_shape(itemsize: int, wide: bool) -> LeafShape:
+    """The ``tri_leaf`` configuration for an item size: few columns per block (and long panels,
+    fewer round trips to memory) for narrow B, many (fewer shared-memory reads per
+    multiply-add) for wide B."""
+    sb = block_order(itemsize)
+    groups = THREADS // (sb // 4)
+    cpt = (4 if itemsize <= 8 else 2) if wide else 1
+    return LeafShape(cpt, 16 if wide else 32, groups * cpt)
+
+
+def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
+    """Bytes of shared memory ``tri_leaf`` takes for a triangle of order ``n``."""
+    sb = block_order(itemsize)
+    shape = leaf_shape(itemsize, wide)
+    return ((sb + 1) * shape.kp + sb + (n | 1) * shape.cols) * itemsize
+
+
+def square_smem(itemsize: int) -> int:
+    """Bytes of shared memory of the diagonal-block kernels (tri_inv, potrf_leaf, lauum_leaf)."""
+    sb = block_order(itemsize)
+    return (sb * (sb + 1) + sb) * itemsize + sb * 8  # the square, a column, row sums
+
+
+def instantiations(source: str) -> dict[str, list[str]]:
     """Explicit-instantiation declarations of what the executors launch from ``source``.
 
-    Grouped by scalar type, for the CI compile check; ``orders`` picks the leaf orders.
+    Grouped by scalar type, for the CI compile check.
     """
     out: dict[str, list[str]] = {}
     if source == "matern.cu":
         args = ("int, int, long long, long long, double*, " + ", ".join(["const double*"] * 6)
                 + ", bool")
         out["double"] = [f"__global__ void tricov::matern_block<{nf}>({args})" for nf in (1, 2)]
-    if source == "triangular.cu":
-        for t, size in _TYPES.items():
-            decls = out.setdefault(t, [])
-            allowed = tri_orders(size)
-            for order in sorted({min(k, allowed[-1]) for k in orders}):
-                for mult in (False, True):
-                    cols = tri_columns(order, size, mult)
-                    for lower in ("false", "true"):
-                        decls.append(
-                            f"__global__ void tricov::tri_small<{t}, {order}, {cols}, "
-                            f"{str(mult).lower()}, {lower}>(int, int, {t}, const {t}*, "
-                            f"long long, int, {t}*, long long, int, int)")
+        return out
+    for t, size in _TYPES.items():
+        decls = out.setdefault(t, [])
+        if source == "triangular.cu":
             for lower in ("false", "true"):
                 for zero in ("false", "true"):
                     decls.append(f"__global__ void tricov::tri_copy<{t}, {lower}, {zero}>(int, "
                                  f"const {t}*, long long, {t}*, long long)")
                 decls.append(f"__global__ void tricov::tri_update<{t}, {lower}>(int, {t}, "
                              f"const {t}*, long long, {t}, {t}*, long long, int)")
+        elif source == "leaves.cu":
+            sb = block_order(size)
+            real = "float" if size == 4 or t == "tricov::cplx<float>" else "double"
+            for wide in (False, True):
+                cpt, kp, _ = leaf_shape(size, wide)
+                for solve in ("false", "true"):
+                    for lower in ("false", "true"):
+                        decls.append(
+                            f"__global__ void tricov::tri_leaf<{t}, {sb}, {cpt}, {kp}, {solve}, "
+                            f"{lower}>(int, int, int, {t}, const {t}*, long long, int, {t}*, "
+                            f"long long, int, int, const {t}*, const int*)")
+            for inplace in ("false", "true"):
+                decls.append(f"__global__ void tricov::tri_inv<{t}, {sb}, {inplace}>(int, int, "
+                             f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")
+            decls.append(f"__global__ void tricov::potrf_leaf<{t}, {sb}>(int, {t}*, long long, "
+                         "int, int*)")
+            decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
+                         "int)")
     return out

@@ -2,7 +2,7 @@
 
 Each template instantiation is compiled once per process by NVRTC (CuPy also caches the binary
 on disk) and looked up by its C++ name expression, e.g.
-``tricov::tri_small<double, 256, 4, false, true, false, 0, 0>``.
+``tricov::potrf_leaf<double, 128>``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "function", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "compile_all", "function", "names",
+           "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -39,6 +40,74 @@ def function(filename: str, expression: str) -> Any:
     return module.get_function(expression)
 
 
+#: Shared memory a block may take without opting in (CUDA's static limit).
+_DEFAULT_SHARED = 48 * 1024
+_opted_in: set[tuple[int, int]] = set()
+
+
+@functools.cache
+def _shared_max(device: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+
+
+def shared_max() -> int:
+    """Dynamic shared memory one block may take on the current device (after opting in)."""
+    import cupy
+
+    return _shared_max(cupy.cuda.Device().id)
+
+
+def allow_shared(kernel: Any, nbytes: int) -> None:
+    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory on the current device.
+
+    The kernel opts in once to all the dynamic shared memory a block may take beside its
+    static shared memory.
+    """
+    if nbytes <= _DEFAULT_SHARED:
+        return
+    import cupy
+
+    key = (id(kernel), cupy.cuda.Device().id)
+    if key not in _opted_in:
+        kernel.max_dynamic_shared_size_bytes = shared_max() - kernel.shared_size_bytes
+        _opted_in.add(key)
+
+
+def names() -> list[tuple[str, str]]:
+    """Every (source file, name expression) the executors launch."""
+    from . import instantiations
+
+    out = []
+    for src in sources():
+        for decls in instantiations(src.name).values():
+            out += [(src.name, d[len("__global__ void "):d.index("(")]) for d in decls]
+    return out
+
+
+def _compile(item: tuple[str, str]) -> str:
+    function(*item)
+    return item[1]
+
+
+def compile_all(processes: int = 8) -> int:
+    """Compile every kernel into CuPy's disk cache, ``processes`` at a time; return how many.
+
+    A fresh machine otherwise compiles each kernel on first use, one after the other (seconds
+    each); later processes load the cached binaries. ``python -m tricov.kernels.nvrtc``.
+    """
+    import multiprocessing
+
+    items = names()
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        return len(pool.map(_compile, items, chunksize=1))
+
+
 def cbool(flag: bool) -> str:
     """A C++ boolean literal."""
     return "true" if flag else "false"
+
+
+if __name__ == "__main__":
+    print(f"compiled {compile_all()} kernels")

@@ -4,7 +4,7 @@ They call only an executor's primitives (``gemm``, ``herk`` and the leaves), so 
 runs on every backend. Leaf sizes come from a :class:`tricov._policy.LeafSizes`.
 """
 
-from .blas3 import herk, split, trmm, trsm
+from .blas3 import herk, leaf_rows, split, trmm, trsm
 from .cholesky import lauum, potrf, trtri
 
-__all__ = ["herk", "lauum", "potrf", "split", "trmm", "trsm", "trtri"]
+__all__ = ["herk", "lauum", "leaf_rows", "potrf", "split", "trmm", "trsm", "trtri"]

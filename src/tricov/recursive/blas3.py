@@ -16,12 +16,24 @@ from .._policy import LeafSizes
 from .._views import Mat
 from ..backends.base import Executor
 
-__all__ = ["herk", "split", "trmm", "trsm"]
+__all__ = ["herk", "leaf_rows", "split", "trmm", "trsm"]
 
 
 def split(n: int) -> int:
     """The largest power of two strictly below ``n`` (``n >= 2``)."""
     return 1 << ((n - 1).bit_length() - 1)
+
+
+def leaf_rows(n: int, leaf: int) -> int:
+    """Rows of the leaves of a recursion over ``n`` rows that stops at ``leaf``.
+
+    The splits are powers of two, so every leaf but the last has this many rows and starts at
+    a multiple of it; the last has what remains (at most ``leaf`` rows, more than the others
+    when ``leaf`` is not a power of two).
+    """
+    while n > leaf:
+        n = split(n)
+    return n
 
 
 def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a: Mat,
@@ -34,23 +46,32 @@ def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
         B2 <- alpha B2 - A21 X1           GEMM
         X2 <- A22^-1 B2                   recursive
 
-    Backward (A upper): the same from the bottom block up.
+    Backward (A upper): the same from the bottom block up. Before the recursion starts, the
+    executor learns which diagonal blocks of A the leaves will solve with
+    (:meth:`~tricov.backends.base.Executor.prepare_trsm`).
     """
+    whole = b.cols >= nb.trsm_rhs
+    ex.prepare_trsm(lower, unit, a, b, b.rows if whole else leaf_rows(b.rows, nb.trsm))
+    _trsm(ex, nb.trsm if not whole else b.rows, lower, unit, alpha, a, b)
+
+
+def _trsm(ex: Executor, leaf: int, lower: bool, unit: bool, alpha: complex, a: Mat,
+          b: Mat) -> None:
     m = b.rows
-    if m <= nb.trsm or b.cols >= nb.trsm_rhs:
+    if m <= leaf:
         ex.trsm(lower, unit, alpha, a, b)
         return
     k = split(m)
     a11, a21, a12, a22 = a.quad(k)
     b1, b2 = b.rowsplit(k)
     if lower:
-        trsm(ex, nb, lower, unit, alpha, a11, b1)
+        _trsm(ex, leaf, lower, unit, alpha, a11, b1)
         ex.gemm(-1.0, a21, b1, alpha, b2)
-        trsm(ex, nb, lower, unit, 1.0, a22, b2)
+        _trsm(ex, leaf, lower, unit, 1.0, a22, b2)
     else:
-        trsm(ex, nb, lower, unit, alpha, a22, b2)
+        _trsm(ex, leaf, lower, unit, alpha, a22, b2)
         ex.gemm(-1.0, a12, b2, alpha, b1)
-        trsm(ex, nb, lower, unit, 1.0, a11, b1)
+        _trsm(ex, leaf, lower, unit, 1.0, a11, b1)
 
 
 def trmm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a: Mat,

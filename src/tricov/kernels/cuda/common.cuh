@@ -49,6 +49,26 @@ template <typename R> __device__ __forceinline__ cplx<R> real_part(cplx<R> x) {
     return cplx<R>(x.re, R(0));
 }
 
+// The real type under T, the real part, and a cheap magnitude (|re| + |im| for complex data:
+// within a factor sqrt(2) of the modulus, enough for condition estimates).
+template <typename T> struct real_of { using type = T; };
+template <typename R> struct real_of<cplx<R>> { using type = R; };
+template <typename T> using real_t = typename real_of<T>::type;
+
+__device__ __forceinline__ float re(float x) { return x; }
+__device__ __forceinline__ double re(double x) { return x; }
+template <typename R> __device__ __forceinline__ R re(cplx<R> x) { return x.re; }
+
+__device__ __forceinline__ float mag(float x) { return fabsf(x); }
+__device__ __forceinline__ double mag(double x) { return fabs(x); }
+template <typename R> __device__ __forceinline__ R mag(cplx<R> x) {
+    return fabs(x.re) + fabs(x.im);
+}
+
+// 1 / sqrt(x) (within an ulp or two).
+__device__ __forceinline__ float rsq(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double rsq(double x) { return rsqrt(x); }
+
 __device__ __forceinline__ float shfl(float v, int src) {
     return __shfl_sync(0xffffffffu, v, src);
 }

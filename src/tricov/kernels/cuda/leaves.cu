@@ -1,0 +1,649 @@
+// tricov: the leaf kernels of the dense recursions on one GPU.
+//
+// tri_leaf     B <- alpha op(T) B or op(T) X = alpha B for a triangle T of up to a few hundred
+//              rows: each block owns a band of columns of B in shared memory and sweeps T in
+//              diagonal sub-blocks of SB rows. A solve multiplies by the inverse of a
+//              sub-block where tri_inv found it well conditioned, else substitutes.
+// tri_inv      inverses of the diagonal blocks of a triangle (one block of threads each, in
+//              shared memory) with a flag per block saying whether its Skeel condition number
+//              || |T^-1| |T| || is small enough for tri_leaf to use it; or one inverse in place
+//              (the TRTRI leaf).
+// potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
+// lauum_leaf   L^H L of one diagonal block in shared memory (the LAUUM leaf).
+//
+// Matrices are logical views as everywhere in tricov: (pointer, leading dimension, op), op as
+// in tricov/_options.py; `lower` says which logical triangle is referenced. Every kernel runs
+// THREADS threads per block and takes its shared memory dynamically (sizes in
+// tricov/kernels/__init__.py).
+#include "common.cuh"
+
+namespace tricov {
+
+constexpr int THREADS = 256;
+// Global memory is read in batches of BATCH elements per thread, all loads issued before the
+// first store, so that a thread waits for memory once per batch rather than once per element.
+constexpr int BATCH = 8;
+
+template <typename T>
+__device__ __forceinline__ T* shared_as() {
+    extern __shared__ __attribute__((aligned(16))) unsigned char tricov_smem[];
+    return reinterpret_cast<T*>(tricov_smem);
+}
+
+// ------------------------------------------------------------------------ triangular leaf
+
+// How a panel of T is staged: as stored; as a triangle (zeros beyond the diagonal, ones on a
+// unit diagonal); strictly inside the triangle with row i scaled by scale[i].
+enum Stage { PLAIN = 0, TRIANGLE = 1, SCALED = 2 };
+
+// One band of columns of B in shared memory and the panels of T that act on it. Thread
+// (tr, tc) holds rows tr + TR u (u < 4) of a sub-block and columns tc + TC v (v < CPT).
+template <typename T, int SBM, int CPT, int KP, bool LOWER>
+struct Band {
+    static constexpr int TR = SBM / 4;             // threads along the rows
+    static constexpr int TC = THREADS / TR;        // column groups
+    static constexpr int CB = TC * CPT;            // columns of B per block of threads
+    static constexpr int MLD = SBM + 1;            // leading dimension of a staged panel
+    static constexpr int PF = SBM * KP / THREADS;  // panel elements each thread stages
+
+    T* Ms;           // staged panel: SBM x KP
+    T* Bs;           // the band of B: n x CB, leading dimension bld
+    const T* scale;  // row factors of SCALED panels
+    int bld, tr, tc;
+
+    // Element (i, kk) of a panel is src(r0 + i, c0 + kb + kk), for i < rows and
+    // 0 <= kb + kk < kcount (zero elsewhere). Consecutive threads walk memory consecutively.
+    __device__ void fetch(T (&pre)[PF], const T* src, long long ld, int op, int r0, int c0,
+                          int rows, int kb, int kcount, int mode, int unit) const {
+        const bool across = op & 1;
+#pragma unroll
+        for (int q = 0; q < PF; ++q) {
+            const int e = threadIdx.x + THREADS * q;
+            const int i = across ? e / KP : e % SBM;
+            const int k = kb + (across ? e % KP : e / SBM);
+            T v = T(0);
+            if (i < rows && k >= 0 && k < kcount) {
+                const int gi = r0 + i, gk = c0 + k;
+                const bool beyond = LOWER ? gk > gi : gk < gi;
+                if (mode == TRIANGLE && beyond) {
+                    v = T(0);
+                } else if (mode == TRIANGLE && gk == gi && unit) {
+                    v = T(1);
+                } else if (mode == SCALED && (beyond || gk == gi)) {
+                    v = T(0);
+                } else {
+                    v = load(src, ld, op, gi, gk);
+                    if (mode == SCALED) v = v * scale[i];
+                }
+            }
+            pre[q] = v;
+        }
+    }
+
+    __device__ void put(const T (&pre)[PF], int op) const {
+        const bool across = op & 1;
+#pragma unroll
+        for (int q = 0; q < PF; ++q) {
+            const int e = threadIdx.x + THREADS * q;
+            const int i = across ? e / KP : e % SBM;
+            const int kk = across ? e % KP : e / SBM;
+            Ms[i + kk * MLD] = pre[q];
+        }
+    }
+
+    // acc[u][v] (-)+= sum_k src(r0 + i_u, c0 + k) Bs(b0 + k, c_v), k < kcount; the next panel
+    // is fetched while the current one is used.
+    template <bool NEG>
+    __device__ void gemm(T (&acc)[4][CPT], const T* src, long long ld, int op, int r0, int c0,
+                         int rows, int kcount, int b0, int mode, int unit) const {
+        T pre[PF];
+        fetch(pre, src, ld, op, r0, c0, rows, 0, kcount, mode, unit);
+        for (int kb = 0; kb < kcount; kb += KP) {
+            __syncthreads();  // the previous panel has been read
+            put(pre, op);
+            __syncthreads();
+            if (kb + KP < kcount) fetch(pre, src, ld, op, r0, c0, rows, kb + KP, kcount, mode, unit);
+            const int kn = min(KP, kcount - kb);
+#pragma unroll
+            for (int kk = 0; kk < KP; ++kk) {
+                if (kk < kn) {
+                    T b[CPT];
+#pragma unroll
+                    for (int v = 0; v < CPT; ++v) b[v] = Bs[b0 + kb + kk + (tc + TC * v) * bld];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const T a = Ms[tr + TR * u + kk * MLD];
+#pragma unroll
+                        for (int v = 0; v < CPT; ++v) {
+                            if (NEG) acc[u][v] -= a * b[v];
+                            else acc[u][v] += a * b[v];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    __device__ void publish(const T (&acc)[4][CPT], int r0, int row) const {
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            if (tr + TR * u == row)
+#pragma unroll
+                for (int v = 0; v < CPT; ++v) Bs[r0 + row + (tc + TC * v) * bld] = acc[u][v];
+    }
+
+    __device__ void write(const T (&acc)[4][CPT], int r0, int rp, T factor) const {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int i = tr + TR * u;
+            if (i < rp)
+#pragma unroll
+                for (int v = 0; v < CPT; ++v) Bs[r0 + i + (tc + TC * v) * bld] = factor * acc[u][v];
+        }
+    }
+
+    // Solve the sub-block T(r0.., r0..) (rp rows) for the rows acc holds, by substitution: the
+    // rows are scaled by the inverse diagonal first, so that each step is one broadcast of
+    // the row just finished and one update of the rows after it (one barrier per step).
+    __device__ void substitute(T (&acc)[4][CPT], T* scl, const T* A, long long lda, int opa,
+                               int r0, int rp, int unit) const {
+        __syncthreads();  // scl is free
+        for (int i = threadIdx.x; i < rp; i += THREADS)
+            scl[i] = unit ? T(1) : T(1) / load(A, lda, opa, r0 + i, r0 + i);
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+            if (tr + TR * u < rp)
+#pragma unroll
+                for (int v = 0; v < CPT; ++v) acc[u][v] = acc[u][v] * scl[tr + TR * u];
+        publish(acc, r0, LOWER ? 0 : rp - 1);
+        const int panels = (rp + KP - 1) / KP;
+        int kb = LOWER ? 0 : rp - KP;
+        T pre[PF];
+        fetch(pre, A, lda, opa, r0, r0, rp, kb, rp, SCALED, unit);
+        for (int j = 0; j < panels; ++j) {
+            const int cur = kb;
+            __syncthreads();
+            put(pre, opa);
+            __syncthreads();
+            kb += LOWER ? KP : -KP;
+            if (j + 1 < panels) fetch(pre, A, lda, opa, r0, r0, rp, kb, rp, SCALED, unit);
+#pragma unroll
+            for (int q = 0; q < KP; ++q) {
+                const int kk = LOWER ? q : KP - 1 - q;
+                const int step = cur + kk;
+                if (step < 0 || step >= rp) continue;  // the same for every thread
+                T x[CPT];
+#pragma unroll
+                for (int v = 0; v < CPT; ++v) x[v] = Bs[r0 + step + (tc + TC * v) * bld];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const int i = tr + TR * u;
+                    if (i < rp && (LOWER ? i > step : i < step)) {
+                        const T m = Ms[i + kk * MLD];
+#pragma unroll
+                        for (int v = 0; v < CPT; ++v) acc[u][v] -= m * x[v];
+                    }
+                }
+                const int next = LOWER ? step + 1 : step - 1;
+                if (next >= 0 && next < rp) publish(acc, r0, next);
+                __syncthreads();
+            }
+        }
+    }
+};
+
+// B (n x ncols) <- alpha op(T) B (SOLVE = false) or X with op(T) X = alpha B (SOLVE = true),
+// T = op_a(A) n x n, lower if LOWER. Each block of threads owns CB columns; T is swept in
+// sub-blocks of sb <= SBM rows. A solve uses D (the inverses of the diagonal sub-blocks, sb x sb
+// column-major each, zeros outside their triangle) for the sub-blocks whose flag in ok is set,
+// and substitution for the others (everywhere when ok is null).
+template <typename T, int SBM, int CPT, int KP, bool SOLVE, bool LOWER>
+__global__ void __launch_bounds__(THREADS, 1)
+tri_leaf(int n, int ncols, int sb, T alpha, const T* __restrict__ A, long long lda, int opa,
+         T* B, long long ldb, int opb, int unit, const T* __restrict__ D,
+         const int* __restrict__ ok)
+{
+    using Bd = Band<T, SBM, CPT, KP, LOWER>;
+    constexpr int TR = Bd::TR, TC = Bd::TC, CB = Bd::CB, MLD = Bd::MLD;
+    T* smem = shared_as<T>();
+    T* scl = smem + MLD * KP;
+    Bd band;
+    band.Ms = smem;
+    band.scale = scl;
+    band.Bs = scl + SBM;
+    band.bld = n | 1;
+    band.tr = threadIdx.x % TR;
+    band.tc = threadIdx.x / TR;
+    T* Bs = band.Bs;
+    const int bld = band.bld, tr = band.tr, tc = band.tc;
+    const int col0 = blockIdx.x * CB;
+    const int width = min(CB, ncols - col0);
+
+    for (int e0 = threadIdx.x; e0 < n * CB; e0 += THREADS * BATCH) {
+        T v[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = (opb & 1) ? e / CB : e % n;
+            const int c = (opb & 1) ? e % CB : e / n;
+            v[q] = e < n * CB && c < width ? load(B, ldb, opb, i, col0 + c) : T(0);
+        }
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = (opb & 1) ? e / CB : e % n;
+            const int c = (opb & 1) ? e % CB : e / n;
+            if (e < n * CB) Bs[i + c * bld] = SOLVE ? alpha * v[q] : v[q];
+        }
+    }
+    __syncthreads();
+
+    const int phases = (n + sb - 1) / sb;
+    for (int s = 0; s < phases; ++s) {
+        // Solves run forward for lower triangles; products from the far end.
+        const int p = (SOLVE == LOWER) ? s : phases - 1 - s;
+        const int r0 = p * sb, rp = min(sb, n - r0);
+        T acc[4][CPT];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+            for (int v = 0; v < CPT; ++v) {
+                const int i = tr + TR * u;
+                acc[u][v] = (SOLVE && i < rp) ? Bs[r0 + i + (tc + TC * v) * bld] : T(0);
+            }
+        if (SOLVE) {
+            // rows of this sub-block minus the part of T off its diagonal block times the
+            // rows already solved
+            const int k0 = LOWER ? 0 : r0 + rp, k1 = LOWER ? r0 : n;
+            if (k1 > k0)
+                band.template gemm<true>(acc, A, lda, opa, r0, k0, rp, k1 - k0, k0, PLAIN, 0);
+            if (ok != nullptr && ok[p] != 0) {
+                band.write(acc, r0, rp, T(1));
+                T x[4][CPT];
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int v = 0; v < CPT; ++v) x[u][v] = T(0);
+                band.template gemm<false>(x, D + (long long)p * sb * sb, sb, 0, 0, 0, rp, rp, r0,
+                                          PLAIN, 0);
+                __syncthreads();  // the rows have been read
+                band.write(x, r0, rp, T(1));
+            } else {
+                band.substitute(acc, scl, A, lda, opa, r0, rp, unit);
+                band.write(acc, r0, rp, T(1));
+            }
+        } else {
+            const int k0 = LOWER ? 0 : r0, k1 = LOWER ? r0 + rp : n;
+            band.template gemm<false>(acc, A, lda, opa, r0, k0, rp, k1 - k0, k0, TRIANGLE, unit);
+            __syncthreads();  // the rows have been read
+            band.write(acc, r0, rp, alpha);
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < n * CB; e += THREADS) {
+        const int i = (opb & 1) ? e / CB : e % n;
+        const int c = (opb & 1) ? e % CB : e / n;
+        if (c < width) store(B, ldb, opb, i, col0 + c, Bs[i + c * bld]);
+    }
+}
+
+// ------------------------------------------------------------- diagonal blocks in shared memory
+// A block of order n <= SBM sits in S (SBM x SBM, leading dimension SBM + 1) as a lower
+// triangle with zeros above; it is padded to n32 (n rounded up to 32) with zeros or the
+// identity. Work is split in 32 x 32 tiles: warp w, lane l.
+
+// S(i, j) <- L(i, j) for the lower triangle L of the logical block at (r0, r0) of op(A), or the
+// transpose of its upper triangle; ones on the diagonal if unit_one.
+template <typename T, int SBM>
+__device__ void load_lower(T* S, const T* A, long long lda, int op, int r0, int n, int n32,
+                           bool lower, bool unit_one, bool pad_identity) {
+    constexpr int LD = SBM + 1;
+    const bool across = ((op & 1) != 0) == lower;  // memory runs along the rows of L
+    const int total = n32 * n32;
+    for (int e0 = threadIdx.x; e0 < total; e0 += THREADS * BATCH) {
+        T v[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            const int i = across ? e / n32 : e % n32;
+            const int j = across ? e % n32 : e / n32;
+            T x = T(0);
+            if (e < total) {
+                if (i < n && j < n) {
+                    if (i == j && unit_one) x = T(1);
+                    else if (i >= j) x = lower ? load(A, lda, op, r0 + i, r0 + j)
+                                               : load(A, lda, op, r0 + j, r0 + i);
+                } else if (i == j && pad_identity) {
+                    x = T(1);
+                }
+            }
+            v[q] = x;
+        }
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            if (e < total) S[(across ? e / n32 : e % n32) + (across ? e % n32 : e / n32) * LD] = v[q];
+        }
+    }
+}
+
+// The inverse of load_lower for i, j < n (the diagonal skipped if skip_diag).
+template <typename T, int SBM>
+__device__ void store_lower(const T* S, T* A, long long lda, int op, int r0, int n, bool lower,
+                            bool skip_diag) {
+    constexpr int LD = SBM + 1;
+    const bool across = ((op & 1) != 0) == lower;
+    for (int e = threadIdx.x; e < n * n; e += THREADS) {
+        const int i = across ? e / n : e % n;
+        const int j = across ? e % n : e / n;
+        if (i < j || (i == j && skip_diag)) continue;
+        const T v = S[i + j * LD];
+        if (lower) store(A, lda, op, r0 + i, r0 + j, v);
+        else store(A, lda, op, r0 + j, r0 + i, v);
+    }
+}
+
+// acc[u][v] += sum_{k0 <= k < k1} a(i_u, k) b(k, j_v) over S, i_u = ia + lane + 32 u (u < nu),
+// j_v = jb + warp + 8 v; a(i, k) = S(i, k) or conj(S(k, i)) (TA), b(k, j) = S(k, j) or
+// conj(S(j, k)) (TB).
+template <typename T, int SBM, int U, bool TA, bool TB>
+__device__ void sq_mm(T (&acc)[U][4], const T* S, int ia, int nu, int jb, int k0, int k1) {
+    constexpr int LD = SBM + 1;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll 2
+    for (int k = k0; k < k1; ++k) {
+        T b[4];
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+            const int j = jb + warp + 8 * v;
+            b[v] = TB ? conj_(S[j + k * LD]) : S[k + j * LD];
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (u < nu) {
+                const int i = ia + lane + 32 * u;
+                const T a = TA ? conj_(S[k + i * LD]) : S[i + k * LD];
+#pragma unroll
+                for (int v = 0; v < 4; ++v) acc[u][v] += a * b[v];
+            }
+        }
+    }
+}
+
+template <typename T, int U>
+__device__ __forceinline__ void zero(T (&acc)[U][4]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[u][v] = T(0);
+}
+
+// S(i_u, j_v) <- sign acc[u][v] for the rows and columns of sq_mm.
+template <typename T, int SBM, int U>
+__device__ void sq_put(T* S, const T (&acc)[U][4], int ia, int nu, int jb, bool negate) {
+    constexpr int LD = SBM + 1;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+        if (u < nu)
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+                S[ia + lane + 32 * u + (jb + warp + 8 * v) * LD] =
+                    negate ? T(0) - acc[u][v] : acc[u][v];
+}
+
+// The lower 32 x 32 block at S(o.., o..) <- its inverse (one warp; lane = column, forward
+// substitution on the identity). dinv holds the reciprocals of its diagonal.
+template <typename T, int SBM>
+__device__ void invert32(T* S, int o, const T* dinv) {
+    constexpr int LD = SBM + 1;
+    const int lane = threadIdx.x & 31;
+    T x[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) x[i] = i == lane ? T(1) : T(0);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+        x[k] = x[k] * dinv[o + k];
+#pragma unroll
+        for (int i = k + 1; i < 32; ++i) x[i] -= S[(o + i) + (o + k) * LD] * x[k];
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+        if (i >= lane) S[(o + i) + (o + lane) * LD] = x[i];
+    __syncwarp();
+}
+
+// The Hermitian 32 x 32 block at S(o.., o..) (lower triangle) <- its Cholesky factor (one warp;
+// lane = row, right-looking). Returns the first column whose pivot is not positive (or NaN),
+// or -1; dinv gets the reciprocals of the factor's diagonal.
+template <typename T, int SBM>
+__device__ int chol32(T* S, int o, T* dinv) {
+    using R = real_t<T>;
+    constexpr int LD = SBM + 1;
+    const int lane = threadIdx.x & 31;
+    if constexpr (sizeof(T) > 8) {  // 16-byte elements: 32 of them would not fit in registers
+        for (int j = 0; j < 32; ++j) {
+            const R piv = re(S[(o + j) + (o + j) * LD]);
+            if (!(piv > R(0))) return j;  // the same on every lane
+            const R rs = rsq(piv);
+            __syncwarp();
+            if (lane == j) {
+                S[(o + j) + (o + j) * LD] = T(piv * rs);
+                dinv[o + j] = T(rs);
+            } else if (lane > j) {
+                S[(o + lane) + (o + j) * LD] = S[(o + lane) + (o + j) * LD] * T(rs);
+            }
+            __syncwarp();
+            for (int k = j + 1; k <= lane; ++k)
+                S[(o + lane) + (o + k) * LD] -=
+                    S[(o + lane) + (o + j) * LD] * conj_(S[(o + k) + (o + j) * LD]);
+            __syncwarp();
+        }
+        return -1;
+    }
+    T r[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) r[k] = k <= lane ? S[(o + lane) + (o + k) * LD] : T(0);
+    int bad = -1;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        if (bad < 0) {  // the same on every lane
+            const R piv = re(shfl(r[j], j));
+            if (!(piv > R(0))) {
+                bad = j;
+            } else {
+                const R rs = rsq(piv);
+                if (lane == j) {
+                    r[j] = T(piv * rs);
+                    dinv[o + j] = T(rs);
+                } else if (lane > j) {
+                    r[j] = r[j] * T(rs);
+                }
+#pragma unroll
+                for (int k = j + 1; k < 32; ++k) {
+                    const T lkj = shfl(r[j], k);
+                    if (lane > k) r[k] -= r[j] * conj_(lkj);
+                    else if (lane == k) r[k] -= r[j] * conj_(r[j]);  // the next pivots: no shuffle
+                }
+            }
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < 32; ++k)
+        if (k <= lane) S[(o + lane) + (o + k) * LD] = r[k];
+    __syncwarp();
+    return bad;
+}
+
+// Inverses of the diagonal blocks of the triangle T = op_a(A) (n x n, lower if `lower`): block
+// b (rows b bs .. b bs + bs - 1, the last one shorter) is handled by block of threads b.
+// INPLACE: the block (grid of one, bs = n) is overwritten by its inverse and info[0] gets 0,
+// or 1 + the first zero diagonal element (A then unchanged). Otherwise the inverse goes to
+// D + b bs^2 (bs x bs column-major, zeros outside the triangle) and ok[b] says whether the
+// Skeel condition number || |T_bb^-1| |T_bb| ||_inf is at most tau.
+template <typename T, int SBM, bool INPLACE>
+__global__ void __launch_bounds__(THREADS, 1)
+tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, int* ok,
+        int* info, real_t<T> tau)
+{
+    using R = real_t<T>;
+    constexpr int LD = SBM + 1, UB = SBM / 32 - 1;
+    T* S = shared_as<T>();
+    T* dinv = S + SBM * LD;
+    R* rowsum = reinterpret_cast<R*>(dinv + SBM);
+    __shared__ int zero_at;
+    const int b = blockIdx.x, r0 = b * bs, nb = min(bs, n - r0), n32 = (nb + 31) & ~31;
+    const int tid = threadIdx.x, warp = tid >> 5;
+    if (tid == 0) zero_at = nb;
+    load_lower<T, SBM>(S, A, lda, opa, r0, nb, n32, lower, unit, true);
+    __syncthreads();
+    if (tid < n32) {
+        const T d = S[tid + tid * LD];
+        if (tid < nb && mag(d) == R(0)) atomicMin(&zero_at, tid);
+        dinv[tid] = T(1) / d;
+        R s = R(0);
+        for (int j = 0; j <= tid; ++j) s += mag(S[tid + j * LD]);
+        rowsum[tid] = s;
+    }
+    __syncthreads();
+    if (zero_at < nb) {  // singular: only the status is written
+        if (tid == 0) {
+            if (INPLACE) info[0] = zero_at + 1;
+            else ok[b] = 0;
+        }
+        return;
+    }
+    if (warp < n32 / 32) invert32<T, SBM>(S, 32 * warp, dinv);
+    __syncthreads();
+    // Block columns right to left: X21 <- -(X22 L21) X11, with X22 and X11 already inverted.
+    for (int jb = n32 / 32 - 2; jb >= 0; --jb) {
+        const int r = 32 * (jb + 1), hb = n32 / 32 - jb - 1;
+        T acc[UB][4];
+        zero(acc);
+        sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, r, n32);
+        __syncthreads();
+        sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, false);
+        __syncthreads();
+        zero(acc);
+        sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, 32 * jb, 32 * jb + 32);
+        __syncthreads();
+        sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, true);
+        __syncthreads();
+    }
+    if (INPLACE) {
+        store_lower<T, SBM>(S, A, lda, opa, r0, nb, lower, unit);
+        if (tid == 0) info[0] = 0;
+        return;
+    }
+    int bad = 0;
+    if (tid < nb) {
+        R w = R(0);
+        for (int j = 0; j <= tid; ++j) w += mag(S[tid + j * LD]) * rowsum[j];
+        bad = !(w <= tau);  // NaN too
+    }
+    bad = __syncthreads_or(bad);
+    T* out = D + (long long)b * bs * bs;
+    for (int e = tid; e < bs * bs; e += THREADS) {
+        const int i = e % bs, j = e / bs;
+        T v = T(0);
+        if (i < nb && j < nb && (lower ? i >= j : i <= j)) v = lower ? S[i + j * LD] : S[j + i * LD];
+        out[e] = v;
+    }
+    if (tid == 0) ok[b] = !bad;
+}
+
+// The Cholesky factor of the Hermitian n x n logical view op_a(A) (n <= SBM; lower triangle read
+// and written) in 32-column panels: factor the diagonal block (one warp), solve the rows below
+// against it, update the trailing triangle. info[0] gets 0 or the order of the first leading
+// minor that is not positive definite; A then holds the partial factor.
+template <typename T, int SBM>
+__global__ void __launch_bounds__(THREADS, 1)
+potrf_leaf(int n, T* A, long long lda, int opa, int* info)
+{
+    constexpr int LD = SBM + 1, UB = SBM / 32 - 1;
+    T* S = shared_as<T>();
+    T* dinv = S + SBM * LD;
+    __shared__ int fail;
+    const int n32 = (n + 31) & ~31, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) fail = 0;
+    load_lower<T, SBM>(S, A, lda, opa, 0, n, n32, true, false, true);
+    __syncthreads();
+    for (int o = 0; o < n32; o += 32) {
+        if (warp == 0) {
+            const int bad = chol32<T, SBM>(S, o, dinv);
+            if (lane == 0 && bad >= 0) fail = o + bad + 1;
+        }
+        __syncthreads();
+        if (fail) break;
+        const int r = o + 32, h = n32 - r, hb = h / 32;
+        if (tid < h) {  // row r + tid of the panel: x L^H = a
+            const int i = r + tid;
+            if constexpr (sizeof(T) <= 8) {  // the row in registers
+                T x[32];
+#pragma unroll
+                for (int k = 0; k < 32; ++k) x[k] = S[i + (o + k) * LD];
+#pragma unroll
+                for (int k = 0; k < 32; ++k) {
+                    x[k] = x[k] * dinv[o + k];
+#pragma unroll
+                    for (int m = k + 1; m < 32; ++m)
+                        x[m] -= x[k] * conj_(S[(o + m) + (o + k) * LD]);
+                }
+#pragma unroll
+                for (int k = 0; k < 32; ++k) S[i + (o + k) * LD] = x[k];
+            } else {  // 16-byte elements: 32 of them would not fit in registers
+                for (int k = 0; k < 32; ++k) {
+                    T x = S[i + (o + k) * LD];
+                    for (int m = 0; m < k; ++m) x -= S[i + (o + m) * LD] * conj_(S[(o + k) + (o + m) * LD]);
+                    S[i + (o + k) * LD] = x * dinv[o + k];
+                }
+            }
+        }
+        __syncthreads();
+        for (int jc = 0; jc < hb; ++jc) {  // trailing triangle, one block column at a time
+            const int c = r + 32 * jc;
+            T acc[UB][4];
+            zero(acc);
+            sq_mm<T, SBM, UB, false, true>(acc, S, c, hb - jc, c, o, o + 32);
+#pragma unroll
+            for (int u = 0; u < UB; ++u)
+                if (u < hb - jc)
+#pragma unroll
+                    for (int v = 0; v < 4; ++v) {
+                        const int i = c + lane + 32 * u, j = c + warp + 8 * v;
+                        if (i >= j) S[i + j * LD] -= acc[u][v];
+                    }
+        }
+        __syncthreads();
+    }
+    store_lower<T, SBM>(S, A, lda, opa, 0, n, true, false);
+    if (tid == 0) info[0] = fail;
+}
+
+// The lower triangle of the n x n logical view op_a(A) (n <= SBM) <- L^H L, L its lower triangle.
+template <typename T, int SBM>
+__global__ void __launch_bounds__(THREADS, 1)
+lauum_leaf(int n, T* A, long long lda, int opa)
+{
+    T* S = shared_as<T>();
+    const int n32 = (n + 31) & ~31, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    load_lower<T, SBM>(S, A, lda, opa, 0, n, n32, true, false, false);
+    __syncthreads();
+    for (int ti = 0; ti < n32 / 32; ++ti) {
+        for (int tj = 0; tj <= ti; ++tj) {
+            T acc[1][4];
+            zero(acc);
+            sq_mm<T, SBM, 1, true, false>(acc, S, 32 * ti, 1, 32 * tj, 32 * ti, n32);
+#pragma unroll
+            for (int v = 0; v < 4; ++v) {
+                const int i = 32 * ti + lane, j = 32 * tj + warp + 8 * v;
+                if (i < n && i >= j) store(A, lda, opa, i, j, i == j ? real_part(acc[0][v]) : acc[0][v]);
+            }
+        }
+    }
+}
+
+}  // namespace tricov

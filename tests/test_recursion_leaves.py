@@ -1,0 +1,62 @@
+"""The leaves of the TRSM recursion: what ``Executor.prepare_trsm`` announces is what runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tricov import _options as opt
+from tricov._policy import LeafSizes
+from tricov._views import Mat
+from tricov.backends.base import Executor
+from tricov.recursive import leaf_rows, trsm
+
+BASE_A, BASE_B, ITEM = 1 << 20, 1 << 40, 8
+
+
+class _Recorder(Executor):
+    """Records the announced leaf size and the (first row, rows) of every leaf."""
+
+    def __init__(self) -> None:
+        super().__init__(np.float64)
+        self.block: int | None = None
+        self.leaves: list[tuple[int, int]] = []
+
+    def prepare_trsm(self, lower, unit, a, b, block):
+        self.block = block
+
+    def trsm(self, lower, unit, alpha, a, b):
+        first = (b.ptr - BASE_B) // ITEM
+        assert a.ptr == BASE_A + first * (a.ld + 1) * ITEM  # the diagonal block of b's rows
+        self.leaves.append((first, b.rows))
+
+    def gemm(self, alpha, a, b, beta, c):
+        pass
+
+
+@pytest.mark.parametrize("m", [1, 2, 31, 32, 33, 100, 255, 256, 257, 300, 1000, 1023, 4097])
+@pytest.mark.parametrize("leaf", [1, 3, 32, 48, 128, 200, 256])
+@pytest.mark.parametrize("lower", [True, False])
+def test_leaves_are_uniform_but_the_last(m, leaf, lower):
+    a = Mat(BASE_A, m, m, m, opt.N, ITEM)
+    b = Mat(BASE_B, m, 5, m, opt.N, ITEM)
+    ex = _Recorder()
+    trsm(ex, LeafSizes(trsm=leaf), lower, False, 1.0, a, b)
+    block = ex.block
+    assert block == leaf_rows(m, leaf) and 1 <= block <= max(leaf, 1)
+    leaves = sorted(ex.leaves)
+    assert [first for first, _ in leaves] == [i * block for i in range(len(leaves))]
+    assert all(rows == block for _, rows in leaves[:-1])
+    assert 1 <= leaves[-1][1] <= max(leaf, 1) and sum(rows for _, rows in leaves) == m
+    if leaf & (leaf - 1) == 0:  # a power of two: the last leaf is no longer than the others
+        assert leaves[-1][1] <= block
+    if not lower:  # the backward recursion meets them from the bottom up
+        assert ex.leaves == leaves[::-1]
+
+
+def test_wide_right_hand_sides_are_one_leaf():
+    m = 600
+    a, b = Mat(BASE_A, m, m, m, opt.N, ITEM), Mat(BASE_B, m, 900, m, opt.N, ITEM)
+    ex = _Recorder()
+    trsm(ex, LeafSizes(trsm=64, trsm_rhs=512), True, False, 1.0, a, b)
+    assert ex.block == m and ex.leaves == [(0, m)]
