@@ -10,12 +10,13 @@ device.
 Per-member failures (POTRF, POSV, POTI: a leading minor that is not positive definite;
 TRTRI, POTRI: an exactly zero diagonal element) never stop or change the other members. With
 ``check=True`` (the default) the call raises once every member is computed; with
-``check=False`` it returns LAPACK's ``info`` of every member instead.
+``check=False`` it returns LAPACK's ``info`` of every member instead (a NumPy array, also for
+GPU members: reading it is the one point where a GPU call waits for the device).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -31,16 +32,62 @@ __all__ = ["lauum", "posv", "poti", "potrf", "potri", "potrs", "syrk", "trmm", "
 Array = TypeVar("Array")
 
 
-def _engine(batch: Batch, group: Group) -> CPUEngine:
+class Engine(Protocol):
+    """What an engine does for the members of one group (see ``CPUEngine``)."""
+
+    def trsm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None: ...
+    def trmm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None: ...
+    def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None: ...
+    def potrf(self, a: Mat) -> Any: ...
+    def trtri(self, a: Mat, unit: bool) -> Any: ...
+    def lauum(self, a: Mat) -> None: ...
+    def potri(self, a: Mat) -> Any: ...
+    def poti(self, a: Mat) -> Any: ...
+    def potrs(self, lv: Mat, b: Mat) -> None: ...
+    def posv(self, a: Mat, b: Mat) -> Any: ...
+
+
+def _engine(batch: Batch, group: Group) -> Engine:
+    """The engine of the members' device: NumPy members on the CPU, CuPy members on their GPU."""
+    if batch.device is not None:
+        from ._cuda import CUDAEngine
+
+        return CUDAEngine(batch.dtype, group)
     return CPUEngine(batch.dtype, group)
 
 
-def _scatter(info: np.ndarray, group: Group, values: np.ndarray) -> np.ndarray:
-    """The batch's info with a group's placed in it (a group of all members: its own)."""
-    if group.index is None:
-        return values
-    info[group.index] = values
-    return info
+class _Infos:
+    """Per-member info of the groups of one call, gathered into one host array at the end.
+
+    Engines return a group's info as a NumPy or CuPy array; device arrays are copied to the
+    host together, once, when :meth:`gather` is called.
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.count = batch.count
+        self.parts: list[tuple[Group, Any]] = []
+
+    def add(self, group: Group, values: Any) -> None:
+        self.parts.append((group, values))
+
+    def gather(self) -> np.ndarray:
+        info = np.zeros(self.count, np.int64)
+        if not self.parts:
+            return info
+        if isinstance(self.parts[0][1], np.ndarray):
+            host = [v for _, v in self.parts]
+        else:
+            import cupy
+
+            flat = cupy.concatenate([v.ravel() for _, v in self.parts]).get()
+            ends = np.cumsum([v.size for _, v in self.parts])
+            host = np.split(flat, ends[:-1])
+        for (group, _), values in zip(self.parts, host, strict=True):
+            if group.index is None:
+                info[:] = values
+            else:
+                info[group.index] = values
+        return info
 
 
 def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: Any) -> Any:
@@ -62,8 +109,9 @@ def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: An
 
 
 def _zero(batch: Batch, which: int) -> None:
-    for arr in batch.ops[which].arrays:
-        arr[...] = 0
+    with batch.on_device():
+        for arr in batch.ops[which].arrays:
+            arr[...] = 0
 
 
 def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) -> None:
@@ -213,7 +261,7 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
     lower = opt.parse_uplo(uplo)
     batch = Batch((name, A, True))
     check_square(batch, 0, name)
-    info = np.zeros(batch.count, np.int64)
+    infos = _Infos(batch)
     with batch as groups:
         for g in groups:
             a = g.views[0]
@@ -221,7 +269,8 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
                 continue
             out = getattr(_engine(batch, g), kind)(_lower_view(a, lower), **kw)
             if error is not None:
-                info = _scatter(info, g, out)
+                infos.add(g, out)
+        info = infos.gather()
     if error is None:
         return A
     return _finish(batch, info, check, error, A)
@@ -422,11 +471,12 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
     batch = Batch(("A", A, True), ("B", B, True))
     check_square(batch, 0, "A")
     _check_rows(batch, 1, "B", 0, axis=0)
-    info = np.zeros(batch.count, np.int64)
+    infos = _Infos(batch)
     with batch as groups:
         for g in groups:
             a, b = g.views
             if a.rows == 0:
                 continue
-            info = _scatter(info, g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
+            infos.add(g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
+        info = infos.gather()
     return _finish(batch, info, check, NotPositiveDefiniteError, B)
