@@ -142,31 +142,16 @@ template <typename T> struct View {
 // x, hidden from the optimizer: addresses recomputed for a store are not kept alive from the
 // load (a tile's addresses would otherwise hold as many registers as the tile itself).
 __device__ __forceinline__ long long opaque(long long x) {
+#ifdef __CUDA_ARCH__
     asm volatile("" : "+l"(x));
+#endif
     return x;
 }
 __device__ __forceinline__ int opaque(int x) {
+#ifdef __CUDA_ARCH__
     asm volatile("" : "+r"(x));
+#endif
     return x;
-}
-__device__ __forceinline__ float opaque(float x) {
-    asm volatile("" : "+f"(x));
-    return x;
-}
-__device__ __forceinline__ double opaque(double x) {
-    asm volatile("" : "+d"(x));
-    return x;
-}
-template <typename R> __device__ __forceinline__ cplx<R> opaque(cplx<R> x) {
-    return cplx<R>(opaque(x.re), opaque(x.im));
-}
-
-// Hide a tile from the optimizer at the top of a loop over right-hand-side tiles: the
-// broadcasts of its elements are then made inside the loop, not hoisted out of it into
-// registers for every step of the algorithm at once.
-template <typename T, int N> __device__ __forceinline__ void refresh(T (&x)[N]) {
-#pragma unroll
-    for (int r = 0; r < N; ++r) x[r] = opaque(x[r]);
 }
 
 // Member k's view of an operand (a null pointer for a lane without a member: its layout, and
@@ -398,7 +383,6 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     if (OP == TRSM || OP == TRMM) {
         const T dinv = unit ? T(1) : T(1) / own<T, N>(a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
-            refresh<T, N>(a);
             load_tile<T, N, false>(b, r, live, lane, c0, Whole{});
 #pragma unroll
             for (int i = 0; i < N; ++i) b[i] = alpha * b[i];
@@ -412,7 +396,6 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     if (OP == POTRS) {
         const T dinv = T(1) / own<T, N>(a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
-            refresh<T, N>(a);
             load_tile<T, N, false>(b, r, live, lane, c0, Whole{});
             trsm_cols<T, N>(a, b, dinv, false, n);
             trsm_h_cols<T, N>(a, b, dinv, n);
@@ -427,8 +410,9 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
         const unsigned zero = group_ballot<N>(live && !(OP == TRTRI && unit) && lane < n &&
                                               is_zero(own<T, N>(a, lane)));
         failed = zero ? __ffs(zero) : 0;
-    } else {  // POTRF, POTI, POSV
-        const unsigned bad = group_ballot<N>(live && potrf_rows<T, N>(a, n, lane) != 0);
+    } else {  // POTRF, POTI, POSV (every lane factors: the shuffles need the whole warp)
+        const int fail = potrf_rows<T, N>(a, n, lane);
+        const unsigned bad = group_ballot<N>(live && fail != 0);
         failed = bad ? __ffs(bad) : 0;
     }
     if (info && live && failed && lane == 0) info[k] = order0 + failed;
@@ -445,7 +429,6 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     if (OP == POSV) {
         const T dinv = T(1) / own<T, N>(a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
-            refresh<T, N>(a);
             load_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
             trsm_cols<T, N>(a, b, dinv, false, n);
             trsm_h_cols<T, N>(a, b, dinv, n);
