@@ -28,7 +28,7 @@ import numpy as np
 from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
-from ..kernels import nvrtc
+from ..kernels import batched_small, nvrtc
 from . import cuda_libs as lib
 from .base import Executor
 
@@ -141,8 +141,7 @@ class BatchedCUDAExecutor(Executor):
         the ``n x m`` one (rows reversed if ``rev``); ``order0`` is added to recorded infos.
         """
         width = group_width(n)
-        expr = f"tricov::batched::small<{self._ctype}, {width}, {OPS[op]}>"
-        kernel = nvrtc.function("batched_small.cu", expr)
+        kernel = nvrtc.kernel("batched_small.cu", *batched_small(self._ctype, width, OPS[op]))
         targs = self.operand(t, rev, rev)
         rargs = self.operand(r, rev, False) if r is not None else targs
         fixed = (np.int32(n), np.int32(m), np.int32(unit), _value(self.dtype, alpha),

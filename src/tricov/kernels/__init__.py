@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
-__all__ = ["BATCHED_HEAVY", "TRI_ORDERS", "instantiations", "tri_columns", "tri_orders"]
+__all__ = ["BATCHED_HEAVY", "TRI_ORDERS", "batched_small", "definitions", "instantiations",
+           "tri_columns", "tri_orders"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
          "tricov::cplx<double>": "double"}
 
+_TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<double>": "z"}
+
 #: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
 #: (two full tiles): with the narrowest width of every operation, what the CI compile check
 #: builds (every code path, spills where they would be, at a CI-sized compile time).
 BATCHED_HEAVY = (0, 9)  # TRSM, POSV
+
+
+def batched_small(ctype: str, width: int, op: int) -> tuple[str, str]:
+    """Name and defining line of the register kernel of ``batched_small.cu`` for a scalar type,
+    a group width and an operation code (``TRICOV_BATCHED_SMALL``, a C-linkage kernel)."""
+    name = f"tricov_batched_small_{_TAGS[ctype]}{width}_{op}"
+    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {width}, {op})"
+
+
+def definitions(source: str) -> dict[str, list[str]]:
+    """Kernel-defining lines the executors append to ``source``, for the CI compile check.
+
+    Grouped by scalar type. For ``batched_small.cu``: every operation at the narrowest group
+    width (every code path) and :data:`BATCHED_HEAVY` at the widest (where registers run short).
+    """
+    if source != "batched_small.cu":
+        return {}
+    out: dict[str, list[str]] = {}
+    for t in _TYPES:
+        widest = 16 if "cplx" in t else 32
+        kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
+        out[t] = [batched_small(t, w, op)[1] for w, op in kernels]
+    return out
 
 #: Leaf orders the warp-per-column triangular kernel is compiled for.
 TRI_ORDERS = (32, 64, 128, 256)
@@ -45,20 +71,11 @@ def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[st
     out: dict[str, list[str]] = {}
     if source == "batched_small.cu":
         for t in _TYPES:
-            widest = 16 if "cplx" in t else 32
-            r = _REAL[t]
-            ops = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
-            out[t] = [f"__global__ void tricov::batched::small<{t}, {w}, {op}>(long long, "
-                      f"long long, int, int, int, {t}, {r}, const long long*, long long, "
-                      "long long, long long, long long, int, const long long*, long long, "
-                      "long long, long long, long long, int, int*, int, int)"
-                      for w, op in ops]
-            out[t].append(f"__global__ void tricov::batched::zero_pivots<{t}>(long long, "
-                          "long long, int, const long long*, long long, long long, long long, "
-                          "long long, int*)")
-            out[t].append(f"__global__ void tricov::batched::conjugate<{t}>(long long, "
-                          "long long, int, int, const long long*, long long, long long, "
-                          "long long, long long, const int*)")
+            out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "
+                      "int, const long long*, long long, long long, long long, long long, int*)",
+                      f"__global__ void tricov::batched::conjugate<{t}>(long long, long long, "
+                      "int, int, const long long*, long long, long long, long long, long long, "
+                      "const int*)"]
         return out
     if source == "triangular.cu":
         for t, size in _TYPES.items():

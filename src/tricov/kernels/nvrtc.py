@@ -1,19 +1,22 @@
 """Run-time compilation of tricov's CUDA templates (``kernels/cuda/*.cu``) through CuPy.
 
-Each template instantiation is compiled once per process by NVRTC (CuPy also caches the binary
-on disk) and looked up by its C++ name expression, e.g.
-``tricov::tri_small<double, 256, 4, false, true, false, 0, 0>``.
+Each template instantiation is compiled once per process by NVRTC and looked up by its C++
+name expression, e.g. ``tricov::tri_small<double, 256, 4, false, true, false, 0, 0>``
+(:func:`function`). CuPy keeps no binary of modules compiled with name expressions, so kernels
+that take long to compile are defined instead by a line appended to their source, a kernel
+with C linkage, whose binary CuPy caches on disk (:func:`kernel`): later processes load it.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "function", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "function", "kernel", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -37,6 +40,20 @@ def function(filename: str, expression: str) -> Any:
     module = cupy.RawModule(code=code, options=("-std=c++17", f"-I{SOURCE_DIR}"),
                             name_expressions=(expression,))
     return module.get_function(expression)
+
+
+@functools.cache
+def kernel(filename: str, name: str, definition: str) -> Any:
+    """The C-linkage kernel ``name`` defined by the line ``definition`` appended to
+    ``kernels/cuda/filename`` (cached on disk by CuPy, keyed by the code: the headers the
+    file includes enter it through their hash)."""
+    import cupy
+
+    headers = "".join(f"// {p.name} {hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+                      for p in sorted(SOURCE_DIR.glob("*.cuh")))
+    code = (SOURCE_DIR / filename).read_text() + "\n" + headers + definition + "\n"
+    module = cupy.RawModule(code=code, options=("-std=c++17", f"-I{SOURCE_DIR}"))
+    return module.get_function(name)
 
 
 def cbool(flag: bool) -> str:

@@ -326,8 +326,9 @@ __device__ __forceinline__ void lauum_cols(T (&c)[N], int n, int lane) {
 }
 
 // ---------------------------------------------------------------------------------- kernel
+// The body of the kernel of operation OP for width N (see TRICOV_BATCHED_SMALL below).
 template <typename T, int N, int OP>
-__global__ void __launch_bounds__(128)
+__device__ __forceinline__ void
 small(long long first, long long count, int n, int m, int unit, T alpha, real_t<T> beta,
       const long long* tp, long long tb, long long ts, long long to, long long tld, int tf,
       const long long* rp, long long rb, long long rs, long long ro, long long rld, int rf,
@@ -449,6 +450,22 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     lauum_cols<T, N>(a, n, lane);
     store_tile<T, N, false>(a, t, live && !failed, lane, 0, Lower{false, n});
 }
+
+// A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, OP) for
+// the one it launches, so that CuPy can cache the binary on disk (it caches modules compiled
+// without C++ name expressions only). Members [first, first + count) of the batch, 128 / N
+// per block of 128 threads.
+#define TRICOV_BATCHED_SMALL(NAME, T, N, OP)                                                   \
+    extern "C" __global__ void __launch_bounds__(128)                                          \
+    NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
+         tricov::batched::real_t<T> beta, const long long* tp, long long tb, long long ts,     \
+         long long to, long long tld, int tf, const long long* rp, long long rb,               \
+         long long rs, long long ro, long long rld, int rf, int* info, int order0, int skip)  \
+    {                                                                                          \
+        tricov::batched::small<T, N, OP>(first, count, n, m, unit, alpha, beta, tp, tb, ts,    \
+                                         to, tld, tf, rp, rb, rs, ro, rld, rf, info, order0,  \
+                                         skip);                                                \
+    }
 
 // ------------------------------------------------------------------- helpers of the recursion
 // out[k] = address of element (0, 0) of block `offset` of member first + k; members that
