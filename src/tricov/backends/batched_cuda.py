@@ -21,6 +21,7 @@ for the device.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from . import cuda_libs as lib
 from .base import Executor
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "BatchedCUDAExecutor",
-           "group_width", "small_max"]
+           "compile_kernels", "group_width", "small_max"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -61,6 +62,35 @@ def group_width(n: int) -> int:
     while width < n:
         width *= 2
     return width
+
+
+def _compile(name: str, definition: str) -> None:
+    nvrtc.kernel("batched_small.cu", name, definition)
+
+
+def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
+    """Compile every register kernel of ``dtypes`` (all widths and operations) into CuPy's
+    disk cache, where later calls, in any process, find them; return how many.
+
+    A kernel of width 32 takes seconds to compile, so a process that would otherwise compile
+    dozens as it meets them (a benchmark, a test session) may prepare them all at once here,
+    ``jobs`` processes at a time.
+    """
+    todo = []
+    for dtype in dtypes:
+        dtype = np.dtype(dtype)
+        widths = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
+        todo += [batched_small(nvrtc.CTYPE[dtype], w, op) for w in widths
+                 for op in OPS.values()]
+    if jobs <= 1:
+        for item in todo:
+            _compile(*item)
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            pool.starmap(_compile, todo)
+    return len(todo)
 
 
 def _real(dtype: np.dtype) -> np.dtype:
