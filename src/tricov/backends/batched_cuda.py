@@ -268,7 +268,12 @@ class BatchedCUDAExecutor(Executor):
         mask = (1 << SLOT_BITS) - 1
         (sa, oa), (sb, ob), (sc, oc) = ((p >> SLOT_BITS, p & mask) for p in (a, b, c))
         alpha_p, beta_p = self._scalar(alpha), self._scalar(beta)
-        strided = self.group.ptrs is None and self.infos is None
+        # Strided batches where cuBLAS takes them: every operand one non-negative stride (in
+        # elements) from member to member, and no failed member to keep out.
+        isz = self.dtype.itemsize
+        strided = self.group.ptrs is None and self.infos is None and all(
+            self.group.affine[s][1] >= 0 and self.group.affine[s][1] % isz == 0
+            for s in (sa, sb, sc))
         dummy = 0
         if self.infos is not None:
             scratch = self.xp.empty(((n - 1) * ldc + m) * self.dtype.itemsize, dtype=np.uint8)
@@ -280,8 +285,8 @@ class BatchedCUDAExecutor(Executor):
                 (ba, xa), (bb, xb), (bc, xc) = (self.group.affine[s] for s in (sa, sb, sc))
                 lib.check(lib.blas("gemmStridedBatched", self.dtype)(
                     self._hb, lib.OP[ta], lib.OP[tb], m, n, k, alpha_p,
-                    ba + first * xa + oa, lda, xa, bb + first * xb + ob, ldb, xb, beta_p,
-                    bc + first * xc + oc, ldc, xc, count), "gemmStridedBatched")
+                    ba + first * xa + oa, lda, xa // isz, bb + first * xb + ob, ldb, xb // isz,
+                    beta_p, bc + first * xc + oc, ldc, xc // isz, count), "gemmStridedBatched")
                 continue
             pa = self._addresses(sa, oa, first, count, 0)
             pb = self._addresses(sb, ob, first, count, 0)
