@@ -289,7 +289,9 @@ def test_lists_of_mixed_sizes(cp, dtype: np.dtype) -> None:
 
     x = [member(s, k) for k, s in enumerate(spd)]
     info = tc.batched.potrf([view(m) for m in x], uplo="U", check=False)
-    assert isinstance(info, np.ndarray) and info.shape == (len(sizes),) and not info.any()
+    assert isinstance(info, cp.ndarray)  # on the device: the call did not wait for it
+    info = cp.asnumpy(info)
+    assert info.dtype == np.int64 and info.shape == (len(sizes),) and not info.any()
     for k, n in enumerate(sizes):
         assert_small(potrf_error(spd[k], result(x[k]), "U"), dtype, max(n, 1),
                      f"potrf member {k}")
@@ -327,7 +329,8 @@ def test_batch_shapes(cp, shape: tuple[int, ...]) -> None:
         a = spd_stack(rng, n, np.float64, shape)
         d = cp.asarray(a)
         info = tc.batched.potrf(d, check=False)
-        assert isinstance(info, np.ndarray)
+        assert isinstance(info, cp.ndarray)
+        info = cp.asnumpy(info)
         assert info.shape == shape and info.dtype == np.int64 and not info.any()
         got = cp.asnumpy(d)
         for idx in members(shape):
@@ -343,7 +346,7 @@ def test_batch_shapes(cp, shape: tuple[int, ...]) -> None:
 def test_order_zero_and_alpha_zero(cp, dtype: np.dtype) -> None:
     rng = make_rng("gpu-batched-zero", str(dtype))
     a = cp.asarray(spd_stack(rng, 0, dtype, (5,)))
-    assert not tc.batched.poti(a, check=False).any()
+    assert not cp.asnumpy(tc.batched.poti(a, check=False)).any()
     t = cp.asarray(np.stack([random_triangular(rng, 4, dtype) for _ in range(5)]))
     b = cp.asarray(random_general(rng, (5, 4, 3), dtype))
     tc.batched.trsm(t, b, alpha=0.0)
@@ -395,7 +398,7 @@ def test_not_positive_definite_members(cp, dtype: np.dtype, n: int) -> None:
             assert_small(potrf_error(a[idx], got[idx], "L"), dtype, n, f"potrf {idx}")
 
     x = cp.asarray(a)
-    info = tc.batched.poti(x, uplo="U", check=False)  # the upper triangle: its own minors
+    info = cp.asnumpy(tc.batched.poti(x, uplo="U", check=False))  # the upper triangle
     assert info.shape == SHAPE
     got = cp.asnumpy(x)
     for idx in np.ndindex(*SHAPE):
@@ -411,7 +414,7 @@ def test_not_positive_definite_members(cp, dtype: np.dtype, n: int) -> None:
             assert_small(inverse_error(hermitian_from(a[idx], "U"), got[idx], "U"), dtype, n)
 
     x, b = cp.asarray(a), cp.asarray(rhs)
-    info = tc.batched.posv(x, b, check=False)
+    info = cp.asnumpy(tc.batched.posv(x, b, check=False))
     got = cp.asnumpy(b)
     for idx in np.ndindex(*SHAPE):
         assert info[idx] == failing.get(idx, 0)
@@ -444,7 +447,7 @@ def test_singular_members(cp, dtype: np.dtype, n: int) -> None:
             elif fn is tc.batched.trtri:
                 assert_small(trtri_error(t[k], got[k], "U", "N"), dtype, n, f"trtri {k}")
     x = cp.asarray(t)
-    assert not tc.batched.trtri(x, uplo="U", diag="U", check=False).any()
+    assert not cp.asnumpy(tc.batched.trtri(x, uplo="U", diag="U", check=False)).any()
 
 
 @pytest.mark.parametrize("n", [9, 50])
@@ -496,7 +499,7 @@ def test_split_launches(cp, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     a[20, 2, 2] = -1.0
     rhs = random_general(rng, (37, n, 2), np.float64)
     x, b = cp.asarray(a), cp.asarray(rhs)
-    info = tc.batched.posv(x, b, check=False)
+    info = cp.asnumpy(tc.batched.posv(x, b, check=False))
     assert info.tolist() == [3 if k == 20 else 0 for k in range(37)]
     got = cp.asnumpy(b)
     for k in range(37):

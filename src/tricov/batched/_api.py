@@ -10,8 +10,12 @@ device.
 Per-member failures (POTRF, POSV, POTI: a leading minor that is not positive definite;
 TRTRI, POTRI: an exactly zero diagonal element) never stop or change the other members. With
 ``check=True`` (the default) the call raises once every member is computed; with
-``check=False`` it returns LAPACK's ``info`` of every member instead (a NumPy array, also for
-GPU members: reading it is the one point where a GPU call waits for the device).
+``check=False`` it returns LAPACK's ``info`` of every member instead.
+
+GPU members (CuPy arrays, DLPack tensors of a CUDA device) are computed on the current stream
+of their device, and nothing waits for the device except the check of ``check=True``, which
+reads the members' info once, at the end. With ``check=False`` the info is returned as a CuPy
+array on the members' device, as the results are: the call does not wait at all.
 """
 
 from __future__ import annotations
@@ -57,44 +61,50 @@ def _engine(batch: Batch, group: Group) -> Engine:
 
 
 class _Infos:
-    """Per-member info of the groups of one call, gathered into one host array at the end.
+    """Per-member info of the groups of one call, assembled once at the end.
 
-    Engines return a group's info as a NumPy or CuPy array; device arrays are copied to the
-    host together, once, when :meth:`gather` is called.
+    Engines return a group's info as a NumPy array (host members) or a CuPy int32 array
+    (device members, still being computed). :meth:`result` puts them in batch order: on the
+    host (one copy from the device, which waits for it) or, for device members when the caller
+    does not check, on the device (nothing waits).
     """
 
     def __init__(self, batch: Batch) -> None:
-        self.count = batch.count
+        self.batch = batch
         self.parts: list[tuple[Group, Any]] = []
 
     def add(self, group: Group, values: Any) -> None:
         self.parts.append((group, values))
 
-    def gather(self) -> np.ndarray:
-        info = np.zeros(self.count, np.int64)
-        if not self.parts:
-            return info
-        if isinstance(self.parts[0][1], np.ndarray):
-            host = [v for _, v in self.parts]
-        else:
-            import cupy
+    def result(self, on_host: bool) -> Any:
+        """int64 info of every member, shaped like the batch."""
+        xp = np if on_host else self.batch.xp
+        with self.batch.on_device():
+            if len(self.parts) == 1 and self.parts[0][0].index is None:
+                values = self.parts[0][1]
+                if on_host and not isinstance(values, np.ndarray):
+                    values = values.get()
+                return xp.asarray(values, dtype=np.int64).reshape(self.batch.shape)
+            info = xp.zeros(self.batch.count, np.int64)
+            parts = self.parts
+            if on_host and parts and not isinstance(parts[0][1], np.ndarray):
+                import cupy
 
-            flat = cupy.concatenate([v.ravel() for _, v in self.parts]).get()
-            ends = np.cumsum([v.size for _, v in self.parts])
-            host = np.split(flat, ends[:-1])
-        for (group, _), values in zip(self.parts, host, strict=True):
-            if group.index is None:
-                info[:] = values
-            else:
-                info[group.index] = values
-        return info
+                flat = cupy.concatenate([v for _, v in parts]).get()
+                ends = np.cumsum([v.size for _, v in parts])
+                parts = list(zip([g for g, _ in parts], np.split(flat, ends[:-1]), strict=True))
+            for group, values in parts:
+                index = group.index if group.index is not None else slice(None)
+                info[index if on_host else xp.asarray(index)] = values
+            return info.reshape(self.batch.shape)
 
 
-def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: Any) -> Any:
-    """Raise for the failing members (``check``) or return the info array."""
-    info = info.reshape(batch.shape)
+def _finish(batch: Batch, infos: _Infos, check: bool, error: type, result: Any) -> Any:
+    """Raise for the failing members (``check``) or return the info array (on the members'
+    device: see :class:`_Infos`)."""
     if not check:
-        return info
+        return infos.result(on_host=batch.device is None)
+    info = infos.result(on_host=True)
     if info.any():
         failed = np.flatnonzero(info)
         orders = info.reshape(-1)[failed]
@@ -270,10 +280,9 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
             out = getattr(_engine(batch, g), kind)(_lower_view(a, lower), **kw)
             if error is not None:
                 infos.add(g, out)
-        info = infos.gather()
     if error is None:
         return A
-    return _finish(batch, info, check, error, A)
+    return _finish(batch, infos, check, error, A)
 
 
 def potrf(A: Array, *, uplo: str = "L", check: bool = True) -> Any:
@@ -291,9 +300,10 @@ def potrf(A: Array, *, uplo: str = "L", check: bool = True) -> Any:
     Returns
     -------
     A, or info
-        With ``check=False``: an int64 array of the batch shape (a list: its length),
-        0 for a member that succeeded, else the order of its first leading minor that is not
-        positive definite (or holds NaN).
+        With ``check=False``: an int64 array of the batch shape (a list: its length), on the
+        members' device (NumPy for host members, CuPy for GPU members), 0 for a member that
+        succeeded, else the order of its first leading minor that is not positive definite
+        (or holds NaN).
 
     Raises
     ------
@@ -478,5 +488,4 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
             if a.rows == 0:
                 continue
             infos.add(g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
-        info = infos.gather()
-    return _finish(batch, info, check, NotPositiveDefiniteError, B)
+    return _finish(batch, infos, check, NotPositiveDefiniteError, B)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._frontend import SUPPORTED, _address_alias, _is_cupy, as_array
-from .._views import Mat, view_of
+from .._views import Mat, view_from, view_of
 
 __all__ = ["SLOT_BITS", "Batch", "Group", "Operand", "check_square", "slot_of"]
 
@@ -119,12 +119,22 @@ def _device_of(arr: Any) -> int | None:
     return int(arr.device.id) if _is_cupy(arr) else None
 
 
+def _address(arr: Any) -> int:
+    """Address of element (0, ..., 0) of a NumPy or CuPy array."""
+    return arr.data.ptr if _is_cupy(arr) else arr.__array_interface__["data"][0]
+
+
 def _interval(arr: Any, view: Mat | None) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` that hold the elements of ``arr`` (``view``: its in-place view)."""
-    if view is None:
-        lo, hi = np.lib.array_utils.byte_bounds(_address_alias(arr))
-        return lo, hi
-    return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
+    if view is not None:
+        return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
+    lo = hi = _address(arr)
+    for extent, stride in zip(arr.shape, arr.strides, strict=True):
+        if stride < 0:
+            lo += (extent - 1) * stride
+        else:
+            hi += (extent - 1) * stride
+    return lo, hi + arr.itemsize
 
 
 def _check_overlaps(ops: list[Operand]) -> None:
@@ -291,17 +301,15 @@ class Batch:
                 views.append(Mat(slot << SLOT_BITS, rows, cols, max(1, rows), 0, arr.itemsize))
                 layouts.append((0, (), ()))
                 continue
-            lead = (0,) * (arr.ndim - 2)
-            view = view_of(arr[lead])
+            view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
             if view is None:
                 work = xp.ascontiguousarray(arr)
                 op._copies.append((arr, work))
                 arr = work
-                view = view_of(arr[lead])
+                view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
             views.append(Mat(slot << SLOT_BITS, view.mrows, view.mcols, view.ld, view.op,
                              view.itemsize))
-            base = arr.data.ptr if self.device is not None else arr.ctypes.data
-            layouts.append((base, tuple(arr.shape[:-2]), tuple(arr.strides[:-2])))
+            layouts.append((_address(arr), tuple(arr.shape[:-2]), tuple(arr.strides[:-2])))
         if self.device is not None:
             steps = [_member_stride(shape, strides) for _, shape, strides in layouts]
             if all(s is not None for s in steps):
