@@ -16,21 +16,40 @@ potri        ``torch.cholesky_inverse``
 poti         ``cholesky_ex`` then ``cholesky_inverse``
 ===========  ===================================================================
 
-Timing: CUDA events around each call on the current stream, after one warm-up call of every
-contender (kernels compiled); the outputs are restored from pristine copies before every call,
-outside the timed region; the median of ``repeats`` rounds in which the contenders take turns.
-tricov's time includes reading the per-member info back to the host (POTRF, POSV, ...), as
-``torch.linalg.cholesky``'s does. Rates as in :mod:`tricov.batched.bench`, with the ratio to
-the device's copy bandwidth (:func:`copy_bandwidth`).
+Two times per contender, both with CUDA events on the current stream, after one warm-up call
+of every contender (kernels compiled), outputs restored from pristine copies before each call:
+
+* *call*: events around one call, as a user makes it (tricov with ``check=True``, which reads
+  the per-member info back; torch as listed): the host's work and waits are included, so for
+  small batches this is mostly Python and launch overhead; median of ``repeats``.
+* *device*: ``queued`` calls (tricov with ``check=False``, which does not wait) enqueued behind a
+  kernel that keeps the GPU busy until they are all queued, so that the events time the GPU's
+  own work; the time of the restoring copies, measured the same way, is subtracted. A peer that
+  waits for the GPU inside its call (``torch.linalg.cholesky`` checks for errors) cannot be
+  queued: its device time is not reported.
+
+Rates (GFLOP/s, GB/s, fraction of the copy bandwidth of :func:`copy_bandwidth`) are those of
+the device time, with the flop and byte counts of :mod:`tricov.batched.bench`.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .bench import _OUTPUTS, BatchedCase, Result, _tricov_call, bench_cases, make_inputs
+import numpy as np
+
+from .bench import (
+    _OUTPUTS,
+    BatchedCase,
+    Result,
+    _tricov_call,
+    bench_cases,
+    bytes_moved,
+    make_inputs,
+)
 
 __all__ = ["copy_bandwidth", "peers", "run_table", "time_case"]
 
@@ -84,8 +103,56 @@ def peers(case: BatchedCase) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {"cholesky_ex+inverse": lambda x: torch.cholesky_inverse(chol(x))}
 
 
-def time_case(case: BatchedCase, *, repeats: int = 20, seed: int = 0) -> Result:
-    """Time tricov and its torch peers (if torch is installed) on ``case``, on the GPU."""
+_SPIN = r"""
+extern "C" __global__ void tricov_bench_spin(long long cycles) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+
+
+class _Queue:
+    """Device time of calls queued behind a spinning kernel (see the module notes)."""
+
+    def __init__(self, queued: int) -> None:
+        import cupy
+
+        self.cupy = cupy
+        self.queued = queued
+        self.kernel = cupy.RawKernel(_SPIN, "tricov_bench_spin")
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        self.hz = props["clockRate"] * 1e3
+        self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def seconds(self, fn: Callable[[], Any]) -> float | None:
+        """GPU seconds of ``queued`` calls of ``fn``, None if they could not be queued."""
+        cupy = self.cupy
+        t0 = time.perf_counter()
+        for _ in range(self.queued):
+            fn()
+        host = time.perf_counter() - t0
+        for attempt in range(3):
+            cupy.cuda.Device().synchronize()
+            spin = (3 * host + 1e-3) * 4**attempt
+            self.kernel((1,), (1,), (np.int64(spin * self.hz),))
+            self.start.record()
+            for _ in range(self.queued):
+                fn()
+            self.end.record()
+            queued_in_time = not self.start.done
+            self.end.synchronize()
+            if queued_in_time:
+                return cupy.cuda.get_elapsed_time(self.start, self.end) / 1e3
+        return None
+
+
+def time_case(case: BatchedCase, *, repeats: int = 10, queued: int = 8,
+              seed: int = 0) -> Result:
+    """Time tricov and its torch peers (if torch is installed) on ``case``, on the GPU.
+
+    ``Result.seconds`` has the call time of each contender under its name ("tricov",
+    "torch cholesky", ...) and its device time under the name plus "@device".
+    """
     import cupy
 
     pristine = make_inputs(case, cupy.random.RandomState(seed), cupy)
@@ -96,8 +163,9 @@ def time_case(case: BatchedCase, *, repeats: int = 20, seed: int = 0) -> Result:
         for k in outputs:
             cupy.copyto(work[k], pristine[k])
 
-    ours = _tricov_call(case)
-    contenders: dict[str, Callable[[], Any]] = {"tricov": lambda: ours(work)}
+    ours, ours_queued = _tricov_call(case), _tricov_call(case, check=False)
+    calls: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+        "tricov": (lambda: ours(work), lambda: ours_queued(work))}
     try:
         import torch
     except ImportError:
@@ -108,27 +176,37 @@ def time_case(case: BatchedCase, *, repeats: int = 20, seed: int = 0) -> Result:
             views["I"] = torch.eye(case.n, dtype=views["A"].dtype,
                                    device=views["A"].device).expand(case.batch, -1, -1)
         for name, fn in peers(case).items():
-            contenders[f"torch {name}"] = lambda fn=fn: fn(views)
+            calls[f"torch {name}"] = (lambda fn=fn: fn(views),) * 2
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    samples: dict[str, list[float]] = {k: [] for k in contenders}
-    for fn in contenders.values():  # warm-up: compiles kernels, fills allocator caches
+    samples: dict[str, list[float]] = {k: [] for k in calls}
+    for call, queued_call in calls.values():  # warm-up: compiles kernels, fills caches
         restore()
-        fn()
+        call()
+        restore()
+        queued_call()
     for r in range(repeats):
-        names = list(contenders)
+        names = list(calls)
         for name in names[r % len(names):] + names[:r % len(names)]:
             restore()
             start.record()
-            contenders[name]()
+            calls[name][0]()
             end.record()
             end.synchronize()
             samples[name].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    return Result(case, {k: statistics.median(v) for k, v in samples.items()})
+    seconds = {k: statistics.median(v) for k, v in samples.items()}
+    queue = _Queue(queued)
+    copies = queue.seconds(restore)
+    for name, (_, queued_call) in calls.items():
+        both = queue.seconds(lambda queued_call=queued_call: (restore(), queued_call()))
+        if both is not None and copies is not None:
+            seconds[name + "@device"] = max(both - copies, 0.0) / queued
+    return Result(case, seconds)
 
 
 def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequence[str],
               repeats: int, jobs: int) -> None:
-    """Print one row per case: tricov's time and rates, and its speed-up over each peer."""
+    """Print one row per case: tricov's call and device times, the device rates, and the
+    speed-up over each peer (call time / call time, device time / device time)."""
     import cupy
 
     from ..backends.batched_cuda import compile_kernels
@@ -138,12 +216,20 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
     copy = copy_bandwidth()
     print(f"device {name.decode() if isinstance(name, bytes) else name}, "
           f"copy bandwidth {copy:.0f} GB/s")
-    print(f"{'case':32} {'tricov ms':>10} {'GFLOP/s':>9} {'GB/s':>8} {'of copy':>8}  "
-          "speed-up over torch (x = torch time / tricov time)")
+    print(f"{'case':30} {'call ms':>8} {'dev ms':>8} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>7}"
+          "  speed-up over torch: call x / device x")
     for case in bench_cases(ops, sizes, batch, dtypes):
         r = time_case(case, repeats=repeats)
-        others = "  ".join(f"{k.removeprefix('torch ')} {r.speedup(k):.2f}x"
-                           for k in r.seconds if k != "tricov")
-        print(f"{case.label():32} {r.seconds['tricov'] * 1e3:10.3f} {r.gflops():9.1f} "
-              f"{r.gbytes():8.1f} {r.gbytes() / copy:8.2f}  {others}", flush=True)
+        dev = r.seconds.get("tricov@device")
+        others = []
+        for k in r.seconds:
+            if k.startswith("torch ") and not k.endswith("@device"):
+                on_device = r.seconds.get(k + "@device")
+                ratio = f"{on_device / dev:.2f}" if dev and on_device else "-"
+                others.append(f"{k.removeprefix('torch ')} {r.speedup(k):.2f}/{ratio}")
+        rates = (f"{dev * 1e3:8.3f} {case.flops() / dev / 1e9:8.1f} "
+                 f"{bytes_moved(case) / dev / 1e9:7.1f} {bytes_moved(case) / dev / 1e9 / copy:7.2f}"
+                 if dev else f"{'-':>8} {'-':>8} {'-':>7} {'-':>7}")
+        print(f"{case.label():30} {r.seconds['tricov'] * 1e3:8.3f} {rates}  {'  '.join(others)}",
+              flush=True)
         cupy.get_default_memory_pool().free_all_blocks()

@@ -418,16 +418,15 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     }
     if (info && live && failed && lane == 0) info[k] = order0 + failed;
 
-    if (OP == POTRF || OP == POSV || OP == POTI) {
-        // The factor, or for a failing member its columns before the failure. POTI stores it
-        // here only for a failing member (the others store their inverse below). Shuffles
-        // must stay warp-uniform, so members are selected by predicate, never by branch.
-        store_tile<T, N, true>(a, t, live && (OP != POTI || failed), lane, 0,
-                               Lower{false, failed ? failed - 1 : n}, OP != POTRF);
-        if (OP == POTRF) return;
+    // What POTRF, POSV and a failing member of POTI store of the factor: all of it, or the
+    // columns before the failure. Shuffles must stay warp-uniform, so members are selected
+    // by predicate, never by branch.
+    const Lower factored{false, failed ? failed - 1 : n};
+    if (OP == POTRF) {
+        store_tile<T, N, true>(a, t, live, lane, 0, factored);
+        return;
     }
-
-    if (OP == POSV) {
+    if (OP == POSV) {  // the solves only read the factor: it is stored last, as it stands
         const T dinv = T(1) / own<T, N>(a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
             load_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
@@ -435,8 +434,10 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
             trsm_h_cols<T, N>(a, b, dinv, n);
             store_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
         }
+        store_tile<T, N, true>(a, t, live, lane, 0, factored);
         return;
     }
+    if (OP == POTI) store_tile<T, N, true>(a, t, live && failed, lane, 0, factored, true);
 
     // TRTRI, POTRI, POTI: the inverse of the triangle (unit: of its strict part plus I).
     const bool keep_unit = OP == TRTRI && unit;
