@@ -164,11 +164,13 @@ class BatchedCUDAExecutor(Executor):
     # ------------------------------------------------------------- kernels
     def small(self, op: str, t: Mat, *, r: Mat | None = None, n: int, m: int = 0,
               rev: bool = False, unit: bool = False, alpha: complex = 1.0, beta: float = 0.0,
-              order0: int = 0) -> None:
+              order0: int = 0, fresh: bool = False) -> None:
         """One register kernel over every member (canonical operands, see batched_small.cu).
 
         ``t`` is the square operand (order ``n``; reversed rows and columns if ``rev``), ``r``
         the ``n x m`` one (rows reversed if ``rev``); ``order0`` is added to recorded infos.
+        With ``fresh``, the kernel writes every member's info (the array may hold anything
+        before); without, it skips members already failed and records only failures.
         """
         width = group_width(n)
         kernel = nvrtc.kernel("batched_small.cu", *batched_small(self._ctype, width, OPS[op]))
@@ -176,7 +178,8 @@ class BatchedCUDAExecutor(Executor):
         rargs = self.operand(r, rev, False) if r is not None else targs
         fixed = (np.int32(n), np.int32(m), np.int32(unit), _value(self.dtype, alpha),
                  _real(self.dtype).type(beta)) + targs + rargs + (
-                     self._info_ptr(), np.int32(order0), np.int32(self.infos is not None))
+                     self._info_ptr(), np.int32(order0),
+                     np.int32(self.infos is not None and not fresh))
         per_block = BLOCK // width
         step = MAX_BLOCKS * per_block
         for first in range(0, self.members, step):
@@ -195,13 +198,16 @@ class BatchedCUDAExecutor(Executor):
                                        np.int64(stride), np.int64(offset), np.int64(a.ld),
                                        self._info_ptr()))
 
-    def conjugate(self, view: Mat) -> None:
-        """Conjugate in place every member's memory block of ``view`` (members not failed)."""
+    def conjugate(self, view: Mat, lower: bool = False) -> None:
+        """Conjugate in place every member's memory of ``view`` (members not failed): the whole
+        block, or with ``lower`` the lower triangle of the logical view only."""
         slot, offset = view.ptr >> SLOT_BITS, view.ptr & ((1 << SLOT_BITS) - 1)
         ptrs, base, stride = self._where(slot)
         kernel = nvrtc.function("batched_small.cu", f"tricov::batched::conjugate<{self._ctype}>")
-        args = (np.int32(view.mrows), np.int32(view.mcols), np.uint64(ptrs), np.int64(base),
-                np.int64(stride), np.int64(offset), np.int64(view.ld), self._info_ptr())
+        region = (2 if view.t else 1) if lower else 0
+        args = (np.int32(view.mrows), np.int32(view.mcols), np.int32(region), np.uint64(ptrs),
+                np.int64(base), np.int64(stride), np.int64(offset), np.int64(view.ld),
+                self._info_ptr())
         step = 65535 * 65535  # one block per member, on a 2-D grid
         for first in range(0, self.members, step):
             count = min(step, self.members - first)

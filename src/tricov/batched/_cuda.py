@@ -28,7 +28,7 @@ from .. import recursive
 from .._policy import LeafSizes, leaf_sizes
 from .._views import Mat
 from ..backends.base import herk_ops_ok, trxm_ops_ok
-from ..backends.batched_cuda import BatchedCUDAExecutor, small_max
+from ..backends.batched_cuda import SMALL_MAX, BatchedCUDAExecutor, group_width, small_max
 from ._operands import Group
 
 __all__ = ["CUDAEngine"]
@@ -54,8 +54,12 @@ class CUDAEngine:
         self.limit = small_max(self.dtype)
 
     # ------------------------------------------------------------------ helpers
-    def _executor(self, track: bool = False) -> BatchedCUDAExecutor:
-        info = self.xp.zeros(self.group.size, dtype=np.int32) if track else None
+    def _executor(self, track: bool = False, fresh: bool = False) -> BatchedCUDAExecutor:
+        """An executor; with ``track``, recording failures in an info array, cleared unless
+        ``fresh`` (a single kernel writes every member's info itself)."""
+        info = None
+        if track:
+            info = (self.xp.empty if fresh else self.xp.zeros)(self.group.size, dtype=np.int32)
         return BatchedCUDAExecutor(self.dtype, self.group, info)
 
     def _nb(self) -> LeafSizes:
@@ -108,28 +112,30 @@ class CUDAEngine:
             ex.herk(alpha, a, beta, c)
             return
         flip = not herk_ops_ok(a, c, self.complex)
-        if flip:
-            ex.conjugate(c)
+        if flip:  # the referenced triangle only: the other one is left exactly as it was
+            ex.conjugate(c, lower=True)
             c = c.conj
         recursive.herk(ex, self._nb(), alpha, a, beta, c)
         if flip:
-            ex.conjugate(c)
+            ex.conjugate(c, lower=True)
 
     def potrf(self, a: Mat) -> Any:
         """Lower Cholesky factor of every member in place; per-member info (device)."""
-        ex = self._executor(track=True)
         if a.rows <= self.limit:
-            ex.small("potrf", a, n=a.rows)
-        else:
-            recursive.potrf(ex, self._nb(), a)
+            ex = self._executor(track=True, fresh=True)
+            ex.small("potrf", a, n=a.rows, fresh=True)
+            return ex.info
+        ex = self._executor(track=True)
+        recursive.potrf(ex, self._nb(), a)
         return ex.info
 
     def trtri(self, a: Mat, unit: bool) -> Any:
         """Inverse of every member's lower triangle; members with a zero pivot unchanged."""
-        ex = self._executor(track=True)
         if a.rows <= self.limit:
-            ex.small("trtri", a, n=a.rows, unit=unit)
+            ex = self._executor(track=True, fresh=True)
+            ex.small("trtri", a, n=a.rows, unit=unit, fresh=True)
             return ex.info
+        ex = self._executor(track=True)
         if not unit:
             ex.zero_pivots(a)
         recursive.trtri(ex, self._nb(), unit, a)
@@ -145,10 +151,11 @@ class CUDAEngine:
 
     def potri(self, a: Mat) -> Any:
         """Inverse from the lower Cholesky factor (TRTRI then LAUUM), fused where small."""
-        ex = self._executor(track=True)
         if a.rows <= self.limit:
-            ex.small("potri", a, n=a.rows)
+            ex = self._executor(track=True, fresh=True)
+            ex.small("potri", a, n=a.rows, fresh=True)
             return ex.info
+        ex = self._executor(track=True)
         ex.zero_pivots(a)
         self._inverse(ex, a)
         return ex.info
@@ -156,10 +163,11 @@ class CUDAEngine:
     def poti(self, a: Mat) -> Any:
         """Inverse of SPD members (POTRF, TRTRI, LAUUM), fused where small; a failing member
         keeps its partial factorization."""
-        ex = self._executor(track=True)
         if a.rows <= self.limit:
-            ex.small("poti", a, n=a.rows)
+            ex = self._executor(track=True, fresh=True)
+            ex.small("poti", a, n=a.rows, fresh=True)
             return ex.info
+        ex = self._executor(track=True)
         recursive.potrf(ex, self._nb(), a)
         self._inverse(ex, a)
         return ex.info
@@ -174,11 +182,17 @@ class CUDAEngine:
 
     def posv(self, a: Mat, b: Mat) -> Any:
         """Factor and solve, fused where small; failing members keep B unchanged."""
-        ex = self._executor(track=True)
         n = a.rows
         if n <= self.limit:
-            ex.small("posv", a, r=b, n=n, m=b.cols)
+            ex = self._executor(track=True, fresh=True)
+            if group_width(n) < SMALL_MAX:
+                ex.small("posv", a, r=b, n=n, m=b.cols, fresh=True)
+            else:  # two kernels: one holding both 32 x 32 tiles would run too few warps
+                ex.small("potrf", a, n=n, fresh=True)
+                if b.cols:
+                    ex.small("potrs", a, r=b, n=n, m=b.cols)  # skips the failed members
             return ex.info
+        ex = self._executor(track=True)
         recursive.potrf(ex, self._nb(), a)
         if b.cols:
             self._solves(ex, a, b)

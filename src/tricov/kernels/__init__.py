@@ -74,8 +74,8 @@ def instantiations(source: str, orders: tuple[int, ...] = TRI_ORDERS) -> dict[st
             out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "
                       "int, const long long*, long long, long long, long long, long long, int*)",
                       f"__global__ void tricov::batched::conjugate<{t}>(long long, long long, "
-                      "int, int, const long long*, long long, long long, long long, long long, "
-                      "const int*)"]
+                      "int, int, int, const long long*, long long, long long, long long, "
+                      "long long, const int*)"]
         return out
     if source == "triangular.cu":
         for t, size in _TYPES.items():

@@ -24,7 +24,8 @@
 // is not positive (NaN included) and stores only the columns before it; TRTRI/POTRI find
 // exactly zero pivots first and store nothing for such a member. `info` (when given) gets
 // order0 + LAPACK's info of each failing member; with `skip`, members whose info is already
-// nonzero are neither read nor written (the recursions for larger orders run on).
+// nonzero are neither read nor written (the recursions for larger orders run on), without it
+// every member's info is written (0 for success), so the array needs no clearing first.
 #include "common.cuh"
 
 namespace tricov {
@@ -239,9 +240,8 @@ template <typename T, int N> __device__ __forceinline__ int potrf_rows(T (&a)[N]
         if (j >= n) break;
         const R d = re(bcast<N>(a[j], j));
         if (lane == j && !(d > R(0))) fail = j + 1;
-        const R s = sqrt(d);
-        const R inv = R(1) / s;
-        a[j] = (lane == j) ? T(s) : scale(a[j], inv);  // l_ij
+        const R inv = rsqrt(d);  // NaN or infinite for a failing pivot, as 1 / sqrt(d)
+        a[j] = (lane == j) ? T(d * inv) : scale(a[j], inv);  // l_jj = sqrt(d); l_ij
 #pragma unroll
         for (int k = j + 1; k < N; ++k) {
             if (k >= n) break;
@@ -416,7 +416,7 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
         const unsigned bad = group_ballot<N>(live && fail != 0);
         failed = bad ? __ffs(bad) : 0;
     }
-    if (info && live && failed && lane == 0) info[k] = order0 + failed;
+    if (info && live && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
 
     // What POTRF, POSV and a failing member of POTI store of the factor: all of it, or the
     // columns before the failure. Shuffles must stay warp-uniform, so members are selected
@@ -500,9 +500,23 @@ __global__ void zero_pivots(long long first, long long count, int n, const long 
 }
 
 // Conjugate in place the rows x cols column-major block at `offset` of every member that has
-// not failed (complex types only).
+// not failed (complex types only): all of it (region 0), its lower (1) or upper (2) triangle.
+// The sign bit of the imaginary part is flipped as a bit, so that twice is the identity on
+// every value, NaN included.
+__device__ __forceinline__ float flip_sign(float x) {
+    return __int_as_float(__float_as_int(x) ^ 0x80000000);
+}
+__device__ __forceinline__ double flip_sign(double x) {
+    return __longlong_as_double(__double_as_longlong(x) ^ 0x8000000000000000LL);
+}
+__device__ __forceinline__ float exact_conj(float x) { return x; }
+__device__ __forceinline__ double exact_conj(double x) { return x; }
+template <typename R> __device__ __forceinline__ cplx<R> exact_conj(cplx<R> x) {
+    return cplx<R>(x.re, flip_sign(x.im));
+}
+
 template <typename T>
-__global__ void conjugate(long long first, long long count, int rows, int cols,
+__global__ void conjugate(long long first, long long count, int rows, int cols, int region,
                           const long long* ptrs, long long base, long long stride,
                           long long offset, long long ld, const int* info)
 {
@@ -513,7 +527,8 @@ __global__ void conjugate(long long first, long long count, int rows, int cols,
     T* p = reinterpret_cast<T*>((ptrs ? ptrs[k] : base + k * stride) + offset);
     for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
         const int i = e % rows, j = e / rows;
-        p[i + j * ld] = conj_(p[i + j * ld]);
+        if ((region == 1 && i < j) || (region == 2 && i > j)) continue;
+        p[i + j * ld] = exact_conj(p[i + j * ld]);
     }
 }
 
