@@ -300,8 +300,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="orders (default 4 .. 128 on the CPU, 4 .. 256 on the GPU)")
     parser.add_argument("--batch", type=int, default=10240)
     parser.add_argument("--dtype", nargs="+", default=["float64"])
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed rounds per contender (default 5 CPU, 10 GPU)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed rounds per contender")
     parser.add_argument("--jobs", type=int, default=1,
                         help="gpu: processes compiling the kernels before timing")
     args = parser.parse_args(argv)
@@ -309,10 +308,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .bench_gpu import run_table
 
         run_table(args.ops, args.sizes or [4, 8, 16, 32, 64, 128, 256], args.batch,
-                  args.dtype, args.repeats or 10, args.jobs)
+                  args.dtype, args.repeats, args.jobs)
         return
     args.sizes = args.sizes or [4, 8, 16, 32, 64, 128]
-    args.repeats = args.repeats or 5
     copy = copy_bandwidth()
     print(f"copy bandwidth {copy:.1f} GB/s")
     head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>8} "

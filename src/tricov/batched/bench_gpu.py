@@ -124,16 +124,13 @@ class _Queue:
         self.hz = props["clockRate"] * 1e3
         self.start, self.end = cupy.cuda.Event(), cupy.cuda.Event()
 
-    def seconds(self, fn: Callable[[], Any]) -> float | None:
-        """GPU seconds of ``queued`` calls of ``fn``, None if they could not be queued."""
+    def seconds(self, fn: Callable[[], Any], host: float) -> float | None:
+        """GPU seconds of ``queued`` calls of ``fn``, which takes about ``host`` seconds of the
+        host's time per call; None if they could not be queued in time."""
         cupy = self.cupy
-        t0 = time.perf_counter()
-        for _ in range(self.queued):
-            fn()
-        host = time.perf_counter() - t0
-        for attempt in range(3):
+        for attempt in range(2):
             cupy.cuda.Device().synchronize()
-            spin = (3 * host + 1e-3) * 4**attempt
+            spin = (4 * self.queued * host + 2e-3) * 8**attempt
             self.kernel((1,), (1,), (np.int64(spin * self.hz),))
             self.start.record()
             for _ in range(self.queued):
@@ -146,7 +143,11 @@ class _Queue:
         return None
 
 
-def time_case(case: BatchedCase, *, repeats: int = 10, queued: int = 8,
+#: Peers that wait for the GPU inside their call: no device time.
+_WAITING = ("torch cholesky",)
+
+
+def time_case(case: BatchedCase, *, repeats: int = 5, queued: int = 4,
               seed: int = 0) -> Result:
     """Time tricov and its torch peers (if torch is installed) on ``case``, on the GPU.
 
@@ -177,13 +178,16 @@ def time_case(case: BatchedCase, *, repeats: int = 10, queued: int = 8,
                                    device=views["A"].device).expand(case.batch, -1, -1)
         for name, fn in peers(case).items():
             calls[f"torch {name}"] = (lambda fn=fn: fn(views),) * 2
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    samples: dict[str, list[float]] = {k: [] for k in calls}
-    for call, queued_call in calls.values():  # warm-up: compiles kernels, fills caches
+    host: dict[str, float] = {}
+    for name, (call, queued_call) in calls.items():  # warm-up: kernels compiled, caches full
         restore()
         call()
         restore()
+        t0 = time.perf_counter()
         queued_call()
+        host[name] = time.perf_counter() - t0
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    samples: dict[str, list[float]] = {k: [] for k in calls}
     for r in range(repeats):
         names = list(calls)
         for name in names[r % len(names):] + names[:r % len(names)]:
@@ -195,10 +199,13 @@ def time_case(case: BatchedCase, *, repeats: int = 10, queued: int = 8,
             samples[name].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
     seconds = {k: statistics.median(v) for k, v in samples.items()}
     queue = _Queue(queued)
-    copies = queue.seconds(restore)
+    copies = queue.seconds(restore, 2e-5)
     for name, (_, queued_call) in calls.items():
-        both = queue.seconds(lambda queued_call=queued_call: (restore(), queued_call()))
-        if both is not None and copies is not None:
+        if name in _WAITING or copies is None:
+            continue
+        both = queue.seconds(lambda queued_call=queued_call: (restore(), queued_call()),
+                             host[name] + 2e-5)
+        if both is not None:
             seconds[name + "@device"] = max(both - copies, 0.0) / queued
     return Result(case, seconds)
 
@@ -211,6 +218,10 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
 
     from ..backends.batched_cuda import compile_kernels
 
+    try:
+        import torch
+    except ImportError:
+        torch = None
     compile_kernels(dtypes, jobs)
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     copy = copy_bandwidth()
@@ -233,3 +244,5 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
         print(f"{case.label():30} {r.seconds['tricov'] * 1e3:8.3f} {rates}  {'  '.join(others)}",
               flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
+        if torch is not None:
+            torch.cuda.empty_cache()

@@ -426,7 +426,8 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
         store_tile<T, N, true>(a, t, live, lane, 0, factored);
         return;
     }
-    if (OP == POSV) {  // the solves only read the factor: it is stored last, as it stands
+    if (OP == POSV) {  // the factor first: stored after the solves, it would spill (complex)
+        store_tile<T, N, true>(a, t, live, lane, 0, factored, true);
         const T dinv = T(1) / own<T, N>(a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
             load_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
@@ -434,7 +435,6 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
             trsm_h_cols<T, N>(a, b, dinv, n);
             store_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
         }
-        store_tile<T, N, true>(a, t, live, lane, 0, factored);
         return;
     }
     if (OP == POTI) store_tile<T, N, true>(a, t, live && failed, lane, 0, factored, true);
