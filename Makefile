@@ -25,7 +25,6 @@ test: $(STAMP)
 # On a machine with an NVIDIA GPU: the GPU test suite, then the GPU benchmark (peers: cuBLAS,
 # cuSOLVER by pointer and PyTorch), its table on stdout and in benchmarks/gpu_dense.json.
 gpu-test:
-	PYTHONPATH=src $(GPU_PY) -m tricov.kernels.nvrtc
 	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m pytest -q -m gpu -n 4 \
 		-p no:cacheprovider tests
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_dense.py --quick \

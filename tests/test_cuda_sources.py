@@ -11,10 +11,11 @@ import subprocess
 
 import pytest
 
-from tricov.kernels import instantiations, nvrtc
+from tricov.kernels import definitions, instantiations, nvrtc
 
 NVCC = shutil.which("nvcc")
-UNITS = [(src.name, ctype) for src in nvrtc.sources() for ctype in instantiations(src.name)]
+UNITS = [(src.name, ctype) for src in nvrtc.sources()
+         for ctype in sorted(set(instantiations(src.name)) | set(definitions(src.name)))]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
@@ -22,7 +23,8 @@ UNITS = [(src.name, ctype) for src in nvrtc.sources() for ctype in instantiation
 def test_compiles_for_sm90(source, ctype, tmp_path):
     unit = tmp_path / "unit.cu"
     lines = [f'#include "{nvrtc.SOURCE_DIR / source}"']
-    lines += [f"template {decl};" for decl in instantiations(source)[ctype]]
+    lines += [f"template {decl};" for decl in instantiations(source).get(ctype, [])]
+    lines += definitions(source).get(ctype, [])
     unit.write_text("\n".join(lines) + "\n")
     result = subprocess.run(
         [NVCC, "-arch=sm_90", "-std=c++17", "-c", str(unit), "-o", str(tmp_path / "unit.o"),

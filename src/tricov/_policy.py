@@ -66,6 +66,11 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=1024, trtri=block,
                             lauum=block)
             for name, block in _GPU_BLOCK.items()},
+    # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
+    # complex dtypes, whose 32 x 32 tiles would not fit in registers).
+    "batched_gpu": {name: LeafSizes(**dict.fromkeys(OPERATIONS, 16 if "complex" in name
+                                                    else 32))
+                    for name in ("float32", "float64", "complex64", "complex128")},
 }
 
 _lock = threading.Lock()

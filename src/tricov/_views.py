@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _options as opt
 
-__all__ = ["Mat", "view_of"]
+__all__ = ["Mat", "view_from", "view_of"]
 
 
 class Mat(NamedTuple):
@@ -117,8 +117,14 @@ def view_of(arr: Any) -> Mat | None:
     C-ordered block (op T over the transposed memory). Other strides return None.
     """
     ptr, shape, strides = _interface(arr)
+    return view_from(ptr, shape, strides, arr.dtype.itemsize)
+
+
+def view_from(ptr: int, shape: tuple[int, int], strides: tuple[int, int] | None,
+              isz: int) -> Mat | None:
+    """:func:`view_of` for the 2-D array at address ``ptr`` with these shape and byte strides
+    (None: C-contiguous) and item size."""
     rows, cols = shape
-    isz = arr.dtype.itemsize
     if strides is None:  # C-contiguous
         strides = (cols * isz, isz)
     s0, s1 = strides

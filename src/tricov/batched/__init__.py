@@ -21,7 +21,12 @@ stacks for very many matrices of one size.
 On the CPU, small orders run SIMD kernels that process 8 (float64) or 16 (float32) members at
 once (:mod:`tricov.kernels.numba.small`), larger ones the recursions of the dense path over a
 per-member BLAS executor (:mod:`tricov.batched._cpu` says where each operation switches).
-Timing functions for benchmarks are in :mod:`tricov.batched.bench`.
+CuPy arrays (and DLPack tensors of a CUDA device) run on their GPU, on the current stream:
+orders up to 32 (16 for complex dtypes) in register kernels, one group of lanes of a warp per
+member (``kernels/cuda/batched_small.cu``), larger ones the same recursions over cuBLAS batched
+GEMM with those kernels at the leaves (:mod:`tricov.batched._cuda`); nothing waits for the
+device but the final check of ``check=True``. Timing functions for benchmarks are in
+:mod:`tricov.batched.bench` (``--device gpu``: :mod:`tricov.batched.bench_gpu`).
 """
 
 from ._api import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trtri

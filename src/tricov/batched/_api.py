@@ -11,11 +11,16 @@ Per-member failures (POTRF, POSV, POTI: a leading minor that is not positive def
 TRTRI, POTRI: an exactly zero diagonal element) never stop or change the other members. With
 ``check=True`` (the default) the call raises once every member is computed; with
 ``check=False`` it returns LAPACK's ``info`` of every member instead.
+
+GPU members (CuPy arrays, DLPack tensors of a CUDA device) are computed on the current stream
+of their device, and nothing waits for the device except the check of ``check=True``, which
+reads the members' info once, at the end. With ``check=False`` the info is returned as a CuPy
+array on the members' device, as the results are: the call does not wait at all.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -31,23 +36,75 @@ __all__ = ["lauum", "posv", "poti", "potrf", "potri", "potrs", "syrk", "trmm", "
 Array = TypeVar("Array")
 
 
-def _engine(batch: Batch, group: Group) -> CPUEngine:
+class Engine(Protocol):
+    """What an engine does for the members of one group (see ``CPUEngine``)."""
+
+    def trsm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None: ...
+    def trmm(self, tri: Mat, lower: bool, unit: bool, alpha: complex, b: Mat) -> None: ...
+    def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None: ...
+    def potrf(self, a: Mat) -> Any: ...
+    def trtri(self, a: Mat, unit: bool) -> Any: ...
+    def lauum(self, a: Mat) -> None: ...
+    def potri(self, a: Mat) -> Any: ...
+    def poti(self, a: Mat) -> Any: ...
+    def potrs(self, lv: Mat, b: Mat) -> None: ...
+    def posv(self, a: Mat, b: Mat) -> Any: ...
+
+
+def _engine(batch: Batch, group: Group) -> Engine:
+    """The engine of the members' device: NumPy members on the CPU, CuPy members on their GPU."""
+    if batch.device is not None:
+        from ._cuda import CUDAEngine
+
+        return CUDAEngine(batch.dtype, group)
     return CPUEngine(batch.dtype, group)
 
 
-def _scatter(info: np.ndarray, group: Group, values: np.ndarray) -> np.ndarray:
-    """The batch's info with a group's placed in it (a group of all members: its own)."""
-    if group.index is None:
-        return values
-    info[group.index] = values
-    return info
+class _Infos:
+    """Per-member info of the groups of one call, assembled once at the end.
+
+    Engines return a group's info as a NumPy array (host members) or a CuPy int32 array
+    (device members, still being computed). :meth:`result` puts them in batch order: on the
+    host (one copy from the device, which waits for it) or, for device members when the caller
+    does not check, on the device (nothing waits).
+    """
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.parts: list[tuple[Group, Any]] = []
+
+    def add(self, group: Group, values: Any) -> None:
+        self.parts.append((group, values))
+
+    def result(self, on_host: bool) -> Any:
+        """int64 info of every member, shaped like the batch."""
+        xp = np if on_host else self.batch.xp
+        with self.batch.on_device():
+            if len(self.parts) == 1 and self.parts[0][0].index is None:
+                values = self.parts[0][1]
+                if on_host and not isinstance(values, np.ndarray):
+                    values = values.get()
+                return xp.asarray(values, dtype=np.int64).reshape(self.batch.shape)
+            info = xp.zeros(self.batch.count, np.int64)
+            parts = self.parts
+            if on_host and parts and not isinstance(parts[0][1], np.ndarray):
+                import cupy
+
+                flat = cupy.concatenate([v for _, v in parts]).get()
+                ends = np.cumsum([v.size for _, v in parts])
+                parts = list(zip([g for g, _ in parts], np.split(flat, ends[:-1]), strict=True))
+            for group, values in parts:
+                index = group.index if group.index is not None else slice(None)
+                info[index if on_host else xp.asarray(index)] = values
+            return info.reshape(self.batch.shape)
 
 
-def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: Any) -> Any:
-    """Raise for the failing members (``check``) or return the info array."""
-    info = info.reshape(batch.shape)
+def _finish(batch: Batch, infos: _Infos, check: bool, error: type, result: Any) -> Any:
+    """Raise for the failing members (``check``) or return the info array (on the members'
+    device: see :class:`_Infos`)."""
     if not check:
-        return info
+        return infos.result(on_host=batch.device is None)
+    info = infos.result(on_host=True)
     if info.any():
         failed = np.flatnonzero(info)
         orders = info.reshape(-1)[failed]
@@ -62,8 +119,9 @@ def _finish(batch: Batch, info: np.ndarray, check: bool, error: type, result: An
 
 
 def _zero(batch: Batch, which: int) -> None:
-    for arr in batch.ops[which].arrays:
-        arr[...] = 0
+    with batch.on_device():
+        for arr in batch.ops[which].arrays:
+            arr[...] = 0
 
 
 def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) -> None:
@@ -213,7 +271,7 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
     lower = opt.parse_uplo(uplo)
     batch = Batch((name, A, True))
     check_square(batch, 0, name)
-    info = np.zeros(batch.count, np.int64)
+    infos = _Infos(batch)
     with batch as groups:
         for g in groups:
             a = g.views[0]
@@ -221,10 +279,10 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
                 continue
             out = getattr(_engine(batch, g), kind)(_lower_view(a, lower), **kw)
             if error is not None:
-                info = _scatter(info, g, out)
+                infos.add(g, out)
     if error is None:
         return A
-    return _finish(batch, info, check, error, A)
+    return _finish(batch, infos, check, error, A)
 
 
 def potrf(A: Array, *, uplo: str = "L", check: bool = True) -> Any:
@@ -242,9 +300,10 @@ def potrf(A: Array, *, uplo: str = "L", check: bool = True) -> Any:
     Returns
     -------
     A, or info
-        With ``check=False``: an int64 array of the batch shape (a list: its length),
-        0 for a member that succeeded, else the order of its first leading minor that is not
-        positive definite (or holds NaN).
+        With ``check=False``: an int64 array of the batch shape (a list: its length), on the
+        members' device (NumPy for host members, CuPy for GPU members), 0 for a member that
+        succeeded, else the order of its first leading minor that is not positive definite
+        (or holds NaN).
 
     Raises
     ------
@@ -422,11 +481,11 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
     batch = Batch(("A", A, True), ("B", B, True))
     check_square(batch, 0, "A")
     _check_rows(batch, 1, "B", 0, axis=0)
-    info = np.zeros(batch.count, np.int64)
+    infos = _Infos(batch)
     with batch as groups:
         for g in groups:
             a, b = g.views
             if a.rows == 0:
                 continue
-            info = _scatter(info, g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
-    return _finish(batch, info, check, NotPositiveDefiniteError, B)
+            infos.add(g, _engine(batch, g).posv(*_solve_views(a, b, lower)))
+    return _finish(batch, infos, check, NotPositiveDefiniteError, B)

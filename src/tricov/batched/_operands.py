@@ -11,6 +11,12 @@ Members whose strides allow it (each matrix F- or C-ordered inside, any leading 
 batch strides) are used in place; other members are copied into column-major buffers and, for
 outputs, copied back on exit, also when the call raises.
 
+Members live on the host (NumPy) or on one GPU (CuPy, or any DLPack tensor of a CUDA device,
+wrapped without a copy); every member of every operand of a call on the same device. For GPU
+members the addresses stay on the device: a stack whose batch dimensions collapse to one
+stride is described by a base address and that stride (:attr:`Group.affine`), any other stack
+by a device array computed on the device, and a list by its addresses copied to the device.
+
 Batch order: members are numbered in C order of the batch dimensions for a stack, by list
 position for a list; per-member results (``info``) have the batch shape (a stack) or the list's
 length (a list).
@@ -18,6 +24,7 @@ length (a list).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .._frontend import SUPPORTED, as_array
-from .._views import Mat, view_of
+from .._frontend import SUPPORTED, _address_alias, _is_cupy, as_array
+from .._views import Mat, view_from, view_of
 
 __all__ = ["SLOT_BITS", "Batch", "Group", "Operand", "check_square", "slot_of"]
 
@@ -49,20 +56,28 @@ class Group:
     views : tuple of Mat
         Per operand ``k``, the logical view of each of its members, ``ptr`` ``k << SLOT_BITS``
         (the views derived from it by the algebra of :mod:`tricov._views` keep their slot).
-    ptrs : int64 array (operands, members)
-        Address of memory element (0, 0) of each member of each operand.
+    ptrs : int64 array (operands, members), or None
+        Address of memory element (0, 0) of each member of each operand: a NumPy array for
+        host members, a CuPy array for device members; None where :attr:`affine` gives them.
     index : int64 array (members) or None
         Batch index (flat, see the module notes) of each member; None for all of them in order.
+    affine : tuple of (int, int), or None
+        Device members only, with ``ptrs`` None: per operand, the address of member 0 and the
+        byte stride from one member to the next (member ``k`` at ``base + k * stride``).
+    count : int
+        Number of members where ``ptrs`` is None.
     """
 
     views: tuple[Mat, ...]
-    ptrs: np.ndarray
+    ptrs: Any
     index: np.ndarray | None
+    affine: tuple[tuple[int, int], ...] | None = None
+    count: int = 0
 
     @property
     def size(self) -> int:
         """Number of members."""
-        return int(self.ptrs.shape[1])
+        return self.count if self.ptrs is None else int(self.ptrs.shape[1])
 
 
 @dataclass
@@ -73,10 +88,10 @@ class Operand:
     user: Any
     written: bool
     is_list: bool
-    arrays: list[np.ndarray] = field(default_factory=list)
+    arrays: list[Any] = field(default_factory=list)
     #: Per member of a list: its in-place view (None: empty, or strides that need a copy).
     views: list[Mat | None] = field(default_factory=list)
-    _copies: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    _copies: list[tuple[Any, Any]] = field(default_factory=list)
 
     def shape_of(self, k: int) -> tuple[int, int]:
         """Shape of member ``k`` (a list) or of every member (a stack)."""
@@ -88,29 +103,38 @@ def _as_operand(name: str, x: Any, written: bool) -> Operand:
     if isinstance(x, (list, tuple)):
         arrays = [as_array(m, f"{name}[{k}]") for k, m in enumerate(x)]
         for k, arr in enumerate(arrays):
-            if not isinstance(arr, np.ndarray):
-                raise TypeError(f"{name}[{k}] is not a NumPy array; lists of GPU arrays are not "
-                                "supported on the CPU")
             if arr.ndim != 2:
-                raise ValueError(f"{name}[{k}] must be 2-D, got shape {arr.shape}")
+                raise ValueError(f"{name}[{k}] must be 2-D, got shape {tuple(arr.shape)}")
         views = [view_of(arr) if arr.size else None for arr in arrays]
         return Operand(name, x, written, True, arrays, views)
     arr = as_array(x, name)
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"{name} must be a NumPy array or a list of them, got "
-                        f"{type(x).__name__}")
     if arr.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (..., rows, cols), got shape "
-                         f"{arr.shape}")
+                         f"{tuple(arr.shape)}")
     return Operand(name, x, written, False, [arr])
 
 
-def _interval(arr: np.ndarray, view: Mat | None) -> tuple[int, int]:
+def _device_of(arr: Any) -> int | None:
+    """The CUDA device of a CuPy array, None for a NumPy array."""
+    return int(arr.device.id) if _is_cupy(arr) else None
+
+
+def _address(arr: Any) -> int:
+    """Address of element (0, ..., 0) of a NumPy or CuPy array."""
+    return arr.data.ptr if _is_cupy(arr) else arr.__array_interface__["data"][0]
+
+
+def _interval(arr: Any, view: Mat | None) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` that hold the elements of ``arr`` (``view``: its in-place view)."""
-    if view is None:
-        lo, hi = np.lib.array_utils.byte_bounds(arr)
-        return lo, hi
-    return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
+    if view is not None:
+        return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
+    lo = hi = _address(arr)
+    for extent, stride in zip(arr.shape, arr.strides, strict=True):
+        if stride < 0:
+            lo += (extent - 1) * stride
+        else:
+            hi += (extent - 1) * stride
+    return lo, hi + arr.itemsize
 
 
 def _check_overlaps(ops: list[Operand]) -> None:
@@ -135,9 +159,9 @@ def _check_overlaps(ops: list[Operand]) -> None:
         active.append(span)
 
 
-def _shares(a: np.ndarray, b: np.ndarray) -> bool:
+def _shares(a: Any, b: Any) -> bool:
     try:
-        return bool(np.shares_memory(a, b, max_work=10**6))
+        return bool(np.shares_memory(_address_alias(a), _address_alias(b), max_work=10**6))
     except np.exceptions.TooHardError:
         return True
 
@@ -169,6 +193,8 @@ class Batch:
     ops : list of Operand
     dtype : numpy.dtype
     is_list : bool
+    device : int or None
+        The CUDA device of the members (CuPy arrays), None for host members (NumPy).
     shape : tuple of int
         The batch shape: the leading dimensions of a stack, ``(len(list),)`` for a list.
     count : int
@@ -192,8 +218,15 @@ class Batch:
             raise TypeError("all matrices must have one dtype, got "
                             + ", ".join(sorted(d.name for d in dtypes)))
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float64)
+        devices = {_device_of(a) for op in ops for a in op.arrays}
+        if len(devices) > 1:
+            where = ", ".join("the CPU" if d is None else f"GPU {d}"
+                              for d in sorted(devices, key=lambda d: -1 if d is None else d))
+            raise TypeError(f"all matrices must live on one device, got members on {where}")
+        #: The CUDA device of the members, None for the host.
+        self.device: int | None = devices.pop() if devices else None
         for op in ops:
-            if op.written:
+            if op.written and self.device is None:
                 for k, arr in enumerate(op.arrays):
                     if not arr.flags.writeable:
                         where = f"{op.name}[{k}]" if op.is_list else op.name
@@ -216,48 +249,81 @@ class Batch:
         if len(ops) > 1 or self.is_list:
             _check_overlaps(ops)
 
+    @property
+    def xp(self) -> Any:
+        """The array module of the members: numpy or cupy."""
+        if self.device is None:
+            return np
+        import cupy
+
+        return cupy
+
+    def on_device(self) -> contextlib.AbstractContextManager:
+        """A context in which the members' device is the current one (nothing for the host)."""
+        if self.device is None:
+            return contextlib.nullcontext()
+        import cupy
+
+        return cupy.cuda.Device(self.device)
+
     # ------------------------------------------------------------------ groups
     def __enter__(self) -> list[Group]:
-        if self.count == 0:
-            return []
-        if self.is_list:
-            return self._list_groups()
-        return self._stack_groups()
+        self._scope = self.on_device()
+        self._scope.__enter__()
+        try:
+            if self.count == 0:
+                return []
+            if self.is_list:
+                return self._list_groups()
+            return self._stack_groups()
+        except BaseException:
+            self._scope.__exit__(None, None, None)
+            raise
 
     def __exit__(self, *exc: object) -> None:
-        for op in self.ops:
-            if op.written:
-                for user, work in op._copies:
-                    user[...] = work
-            op._copies.clear()
+        try:
+            for op in self.ops:
+                if op.written:
+                    for user, work in op._copies:
+                        user[...] = work
+                op._copies.clear()
+        finally:
+            self._scope.__exit__(None, None, None)
 
     def _stack_groups(self) -> list[Group]:
         views = []
-        ptrs = np.empty((len(self.ops), self.count), np.int64)
+        layouts: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        xp = self.xp
         for slot, op in enumerate(self.ops):
             arr = op.arrays[0]
             rows, cols = arr.shape[-2:]
             if rows == 0 or cols == 0:
                 views.append(Mat(slot << SLOT_BITS, rows, cols, max(1, rows), 0, arr.itemsize))
-                ptrs[slot] = 0
+                layouts.append((0, (), ()))
                 continue
-            lead = (0,) * (arr.ndim - 2)
-            view = view_of(arr[lead])
+            view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
             if view is None:
-                work = np.ascontiguousarray(arr)
+                work = xp.ascontiguousarray(arr)
                 op._copies.append((arr, work))
                 arr = work
-                view = view_of(arr[lead])
+                view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
             views.append(Mat(slot << SLOT_BITS, view.mrows, view.mcols, view.ld, view.op,
                              view.itemsize))
-            row = ptrs[slot].reshape(arr.shape[:-2])
-            row[...] = arr.ctypes.data
-            for d, (extent, stride) in enumerate(zip(arr.shape[:-2], arr.strides[:-2],
-                                                     strict=True)):
+            layouts.append((_address(arr), tuple(arr.shape[:-2]), tuple(arr.strides[:-2])))
+        if self.device is not None:
+            steps = [_member_stride(shape, strides) for _, shape, strides in layouts]
+            if all(s is not None for s in steps):
+                affine = tuple((base, s) for (base, _, _), s in zip(layouts, steps, strict=True))
+                return [Group(tuple(views), None, None, affine, self.count)]
+        ptrs = xp.empty((len(self.ops), self.count), np.int64)
+        for slot, (base, shape, strides) in enumerate(layouts):
+            row = ptrs[slot].reshape(self.shape)
+            row[...] = base
+            for d, (extent, stride) in enumerate(zip(shape, strides, strict=True)):
                 if extent > 1:
-                    shape = [1] * row.ndim
-                    shape[d] = extent
-                    row += (np.arange(extent, dtype=np.int64) * stride).reshape(shape)
+                    dims = [1] * row.ndim
+                    dims[d] = extent
+                    row += (xp.arange(extent, dtype=np.int64) * stride).reshape(dims)
         return [Group(tuple(views), ptrs, None)]
 
     def _list_groups(self) -> list[Group]:
@@ -274,7 +340,7 @@ class Batch:
                     continue
                 view = op.views[k]
                 if view is None:
-                    work = np.asfortranarray(arr)
+                    work = self.xp.asfortranarray(arr)
                     op._copies.append((arr, work))
                     view = view_of(work)
                 row.append((Mat(slot << SLOT_BITS, view.mrows, view.mcols, view.ld, view.op,
@@ -286,8 +352,24 @@ class Batch:
             idx = np.asarray(index, np.int64)
             ptrs = np.array([[members[k][j][1] for k in index] for j in range(len(views))],
                             np.int64).reshape(len(views), len(index))
+            if self.device is not None:
+                ptrs = self.xp.asarray(ptrs)
             groups.append(Group(views, ptrs, idx))
         return groups
+
+
+def _member_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """The byte stride between consecutive members (C order) of a stack with these batch
+    dimensions, if one stride describes them all; else None."""
+    dims = [(e, s) for e, s in zip(shape, strides, strict=True) if e > 1]
+    if not dims:
+        return 0
+    step = expect = dims[-1][1]
+    for extent, stride in reversed(dims):
+        if stride != expect:
+            return None
+        expect = stride * extent
+    return step
 
 
 def check_square(batch: Batch, which: int, name: str) -> None:

@@ -118,21 +118,25 @@ def copy_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
 
 
 # --------------------------------------------------------------------------------- inputs
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def _random(rng: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     x = rng.uniform(-1.0, 1.0, shape)
     if dtype.kind == "c":
         x = x + 1j * rng.uniform(-1.0, 1.0, shape)
     return x.astype(dtype)
 
 
-def make_inputs(case: BatchedCase, rng: np.random.Generator) -> Arrays:
-    """Fresh, non-zero, well-conditioned C-ordered stacks for ``case``."""
+def make_inputs(case: BatchedCase, rng: Any, xp: Any = np) -> Arrays:
+    """Fresh, non-zero, well-conditioned C-ordered stacks for ``case``.
+
+    ``rng`` is a NumPy generator, or for ``xp=cupy`` a CuPy random state (device arrays made
+    on the device).
+    """
     dt = np.dtype(case.dtype)
     n, k, b = case.n, case.k, case.batch
-    eye = np.eye(n, dtype=dt)
+    eye = xp.eye(n, dtype=dt)
     g = _random(rng, (b, n, n), dt)
-    spd = (g + np.swapaxes(g, -1, -2).conj()) / 2 + 2 * n * eye
-    tri = np.tril(g) + 2 * n * eye  # a well-conditioned factor-like lower triangle
+    spd = (g + xp.swapaxes(g, -1, -2).conj()) / 2 + 2 * n * eye
+    tri = xp.tril(g) + 2 * n * eye  # a well-conditioned factor-like lower triangle
     rhs = _random(rng, (b, n, k), dt)
     if case.op in ("potrf", "poti"):
         return {"A": spd}
@@ -153,7 +157,9 @@ _OUTPUTS = {"potrf": ("A",), "poti": ("A",), "trtri": ("A",), "lauum": ("A",),
 
 
 # ---------------------------------------------------------------------------- contenders
-def _tricov_call(case: BatchedCase) -> Callable[[Arrays], Any]:
+def _tricov_call(case: BatchedCase, check: bool = True) -> Callable[[Arrays], Any]:
+    """The tricov call of ``case`` (``check=False`` for the operations that can fail, if not
+    ``check``)."""
     from .. import batched
 
     fn = getattr(batched, case.op)
@@ -161,7 +167,9 @@ def _tricov_call(case: BatchedCase) -> Callable[[Arrays], Any]:
         return lambda x: fn(x["A"], x["C"], beta=1.0)
     names = {"potrs": ("L", "B"), "posv": ("A", "B"), "trsm": ("A", "B"), "trmm": ("A", "B")}
     args = names.get(case.op, ("A",))
-    return lambda x: fn(*(x[a] for a in args))
+    kw = {} if check or case.op not in ("potrf", "posv", "trtri", "potri", "poti") else \
+        {"check": False}
+    return lambda x: fn(*(x[a] for a in args), **kw)
 
 
 def _numpy_call(case: BatchedCase) -> Callable[[Arrays], Any] | None:
@@ -281,15 +289,28 @@ def time_case(case: BatchedCase, *, repeats: int = 5, loop_members: int = 512,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m tricov.batched.bench [--ops ...] [--sizes ...] [--batch B] [--dtype D]``."""
+    """``python -m tricov.batched.bench [--device cpu|gpu] [--ops ...] [--sizes ...]
+    [--batch B] [--dtype D ...] [--repeats R] [--jobs J]``."""
     parser = argparse.ArgumentParser(prog="python -m tricov.batched.bench",
                                      description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="gpu: CuPy stacks on the current GPU, against torch.linalg")
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
-    parser.add_argument("--sizes", nargs="+", type=int, default=[4, 8, 16, 32, 64, 128])
+    parser.add_argument("--sizes", nargs="+", type=int, default=None,
+                        help="orders (default 4 .. 128 on the CPU, 4 .. 256 on the GPU)")
     parser.add_argument("--batch", type=int, default=10240)
     parser.add_argument("--dtype", nargs="+", default=["float64"])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="timed rounds per contender")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="gpu: processes compiling the kernels before timing")
     args = parser.parse_args(argv)
+    if args.device == "gpu":
+        from .bench_gpu import run_table
+
+        run_table(args.ops, args.sizes or [4, 8, 16, 32, 64, 128, 256], args.batch,
+                  args.dtype, args.repeats, args.jobs)
+        return
+    args.sizes = args.sizes or [4, 8, 16, 32, 64, 128]
     copy = copy_bandwidth()
     print(f"copy bandwidth {copy:.1f} GB/s")
     head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>8} "

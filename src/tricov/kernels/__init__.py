@@ -9,10 +9,43 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["SHARED_MAX", "THREADS", "LeafShape", "block_order", "instantiations", "leaf_shape",
-           "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "SHARED_MAX", "THREADS", "LeafShape", "batched_small", "block_order",
+           "definitions", "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
+_REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
+         "tricov::cplx<double>": "double"}
+
+_TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<double>": "z"}
+
+#: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
+#: (two full tiles): with the narrowest width of every operation, what the CI compile check
+#: builds (every code path, spills where they would be, at a CI-sized compile time).
+BATCHED_HEAVY = (0, 9)  # TRSM, POSV
+
+
+def batched_small(ctype: str, width: int, op: int) -> tuple[str, str]:
+    """Name and defining line of the register kernel of ``batched_small.cu`` for a scalar type,
+    a group width and an operation code (``TRICOV_BATCHED_SMALL``, a C-linkage kernel)."""
+    name = f"tricov_batched_small_{_TAGS[ctype]}{width}_{op}"
+    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {width}, {op})"
+
+
+def definitions(source: str) -> dict[str, list[str]]:
+    """Kernel-defining lines the executors append to ``source``, for the CI compile check.
+
+    Grouped by scalar type. For ``batched_small.cu``: every operation at the narrowest group
+    width (every code path) and :data:`BATCHED_HEAVY` at the widest (where registers run short).
+    """
+    if source != "batched_small.cu":
+        return {}
+    out: dict[str, list[str]] = {}
+    for t in _TYPES:
+        widest = 16 if "cplx" in t else 32
+        kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
+        out[t] = [batched_small(t, w, op)[1] for w, op in kernels]
+    return out
+
 
 #: Threads per block of every leaf kernel (``THREADS`` in ``cuda/leaves.cu``).
 THREADS = 256
@@ -62,13 +95,23 @@ def square_smem(itemsize: int) -> int:
 def instantiations(source: str) -> dict[str, list[str]]:
     """Explicit-instantiation declarations of what the executors launch from ``source``.
 
-    Grouped by scalar type, for the CI compile check.
+    Grouped by scalar type, for the CI compile check. For ``batched_small.cu``: its helper
+    kernels (the register kernels themselves are C-linkage definitions, see
+    :func:`definitions`).
     """
     out: dict[str, list[str]] = {}
     if source == "matern.cu":
         args = ("int, int, long long, long long, double*, " + ", ".join(["const double*"] * 6)
                 + ", bool")
         out["double"] = [f"__global__ void tricov::matern_block<{nf}>({args})" for nf in (1, 2)]
+        return out
+    if source == "batched_small.cu":
+        for t in _TYPES:
+            out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "
+                      "int, const long long*, long long, long long, long long, long long, int*)",
+                      f"__global__ void tricov::batched::conjugate<{t}>(long long, long long, "
+                      "int, int, int, const long long*, long long, long long, long long, "
+                      "long long, const int*)"]
         return out
     for t, size in _TYPES.items():
         decls = out.setdefault(t, [])

@@ -1,20 +1,23 @@
 """Run-time compilation of tricov's CUDA templates (``kernels/cuda/*.cu``) through CuPy.
 
-Each template instantiation is compiled once per process by NVRTC (CuPy also caches the binary
-on disk) and looked up by its C++ name expression, e.g.
-``tricov::potrf_leaf<double, 128>``.
+Each template instantiation is compiled once per process by NVRTC and looked up by its C++
+name expression, e.g. ``tricov::potrf_leaf<double, 128>`` (:func:`function`). CuPy keeps no
+binary of modules compiled with name expressions, so kernels that take long to compile are
+defined instead by a line appended to their source, a kernel with C linkage, whose binary CuPy
+caches on disk (:func:`kernel`): later processes load it.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "compile_all", "function", "names",
-           "shared_max", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "kernel", "shared_max",
+           "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -75,39 +78,22 @@ def allow_shared(kernel: Any, nbytes: int) -> None:
         _opted_in.add(key)
 
 
-def names() -> list[tuple[str, str]]:
-    """Every (source file, name expression) the executors launch."""
-    from . import instantiations
 
-    out = []
-    for src in sources():
-        for decls in instantiations(src.name).values():
-            out += [(src.name, d[len("__global__ void "):d.index("(")]) for d in decls]
-    return out
+@functools.cache
+def kernel(filename: str, name: str, definition: str) -> Any:
+    """The C-linkage kernel ``name`` defined by the line ``definition`` appended to
+    ``kernels/cuda/filename`` (cached on disk by CuPy, keyed by the code: the headers the
+    file includes enter it through their hash)."""
+    import cupy
 
-
-def _compile(item: tuple[str, str]) -> str:
-    function(*item)
-    return item[1]
-
-
-def compile_all(processes: int = 8) -> int:
-    """Compile every kernel into CuPy's disk cache, ``processes`` at a time; return how many.
-
-    A fresh machine otherwise compiles each kernel on first use, one after the other (seconds
-    each); later processes load the cached binaries. ``python -m tricov.kernels.nvrtc``.
-    """
-    import multiprocessing
-
-    items = names()
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        return len(pool.map(_compile, items, chunksize=1))
+    headers = "".join(f"// {p.name} {hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+                      for p in sorted(SOURCE_DIR.glob("*.cuh")))
+    code = (SOURCE_DIR / filename).read_text() + "\n" + headers + definition + "\n"
+    module = cupy.RawModule(code=code, options=("-std=c++17", f"-I{SOURCE_DIR}"))
+    return module.get_function(name)
 
 
 def cbool(flag: bool) -> str:
     """A C++ boolean literal."""
     return "true" if flag else "false"
 
-
-if __name__ == "__main__":
-    print(f"compiled {compile_all()} kernels")

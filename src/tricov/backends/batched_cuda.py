@@ -1,0 +1,302 @@
+"""The batched GPU executor: every primitive of the recursions over all members at once.
+
+:class:`BatchedCUDAExecutor` is an :class:`~tricov.backends.base.Executor`, so the recursions of
+:mod:`tricov.recursive` run on it unchanged. As for the batched CPU executor, the views it
+receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset`` (see
+:mod:`tricov.batched._operands`), the byte offset of a block inside a member of operand
+``slot``. Each primitive is one launch over the whole batch, on the current stream:
+
+* GEMM: cuBLAS ``gemmStridedBatched`` where every operand's members are one stride apart, else
+  ``gemmBatched`` on device arrays of addresses (computed on the device);
+* the leaves (TRSM, TRMM, HERK, POTRF, TRTRI, LAUUM, order at most :data:`SMALL_MAX`): the
+  register kernels of ``kernels/cuda/batched_small.cu``, on any logical view directly (they
+  read and write transposed, conjugated and reversed operands themselves).
+
+Failures (with an ``info`` array): a leaf records each failing member's LAPACK info (plus the
+leaf's offset, so it is the order within the whole matrix) in device memory; from then on the
+leaves skip that member and GEMMs write its blocks to a scratch buffer instead, so its memory
+keeps what it held at the failure, as with the CPU executor's inactive members. Nothing waits
+for the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _options as opt
+from .._views import Mat
+from ..batched._operands import SLOT_BITS, Group
+from ..kernels import batched_small, nvrtc
+from . import cuda_libs as lib
+from .base import Executor
+
+__all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "BatchedCUDAExecutor",
+           "compile_kernels", "group_width", "small_max"]
+
+#: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
+OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
+       "poti": 7, "potrs": 8, "posv": 9}
+#: Largest order of the register kernels (a group of up to 32 lanes keeps a row each).
+SMALL_MAX = 32
+#: Threads per block of the register kernels.
+BLOCK = 128
+#: Most blocks per launch (the grid's x limit); larger batches take several launches.
+MAX_BLOCKS = 2**31 - 1
+#: Most members per cuBLAS batched call.
+GEMM_CHUNK = 65535
+
+
+def small_max(dtype: np.dtype) -> int:
+    """Largest order the register kernels take for ``dtype``: 32 for real dtypes, 16 for
+    complex ones (two 32 x 32 complex tiles and the temporaries of complex arithmetic do not
+    fit in a thread's 255 registers: they would spill to local memory)."""
+    return 16 if np.dtype(dtype).kind == "c" else SMALL_MAX
+
+
+def group_width(n: int) -> int:
+    """Lanes per member for order ``n``: the smallest of 4, 8, 16, 32 that holds it."""
+    width = 4
+    while width < n:
+        width *= 2
+    return width
+
+
+def _compile(name: str, definition: str) -> None:
+    nvrtc.kernel("batched_small.cu", name, definition)
+
+
+def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
+    """Compile every register kernel of ``dtypes`` (all widths and operations) into CuPy's
+    disk cache, where later calls, in any process, find them; return how many.
+
+    A kernel of width 32 takes seconds to compile, so a process that would otherwise compile
+    dozens as it meets them (a benchmark, a test session) may prepare them all at once here,
+    ``jobs`` processes at a time.
+    """
+    todo = []
+    for dtype in dtypes:
+        dtype = np.dtype(dtype)
+        widths = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
+        todo += [batched_small(nvrtc.CTYPE[dtype], w, op) for w in widths
+                 for op in OPS.values()]
+    if jobs <= 1:
+        for item in todo:
+            _compile(*item)
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            pool.starmap(_compile, todo)
+    return len(todo)
+
+
+def _real(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32 if np.dtype(dtype).char in "fF" else np.float64)
+
+
+def _value(dtype: np.dtype, x: complex) -> Any:
+    """``x`` as a scalar of ``dtype`` (real dtypes take the real part; the front ends have
+    checked that it is real)."""
+    return dtype.type(x if dtype.kind == "c" else complex(x).real)
+
+
+class BatchedCUDAExecutor(Executor):
+    """Primitives over every member of a group of device members, on the current stream.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+    group : Group
+        The members (``ptrs`` a CuPy array, or ``affine``).
+    info : CuPy int32 array (members), optional
+        Where failures are recorded and read (see the module notes); None: no failures are
+        tracked (operations that cannot fail).
+    """
+
+    backend = "batched_gpu"
+
+    def __init__(self, dtype: np.dtype, group: Group, info: Any = None) -> None:
+        import cupy
+
+        super().__init__(dtype)
+        self.xp = cupy
+        self.group = group
+        self.members = group.size
+        self.infos = info
+        self._ctype = nvrtc.CTYPE[self.dtype]
+        self._stream = cupy.cuda.get_current_stream().ptr
+        self._hb: int | None = None
+        self._keep: list[Any] = []
+
+    # ------------------------------------------------------------ failures
+    def _record(self, status: Any, offset: int) -> bool:
+        return True  # the leaves write failures to ``infos`` themselves
+
+    @property
+    def info(self) -> Any:
+        """Per member: 0, or the LAPACK info of its first failure (a device array)."""
+        return self.infos
+
+    # ------------------------------------------------------------- addresses
+    def _where(self, slot: int) -> tuple[int, int, int]:
+        """(device array of member addresses or 0, base, stride) of operand ``slot``."""
+        g = self.group
+        if g.ptrs is None:
+            base, stride = g.affine[slot]
+            return 0, base, stride
+        return g.ptrs[slot].data.ptr, 0, 0
+
+    def operand(self, view: Mat, rev_rows: bool = False, rev_cols: bool = False) -> tuple:
+        """Kernel arguments of a canonical view: addresses, base, stride, offset, ld, flags."""
+        slot, offset = view.ptr >> SLOT_BITS, view.ptr & ((1 << SLOT_BITS) - 1)
+        ptrs, base, stride = self._where(slot)
+        flags = (1 if view.t else 0) | (2 if self.complex and opt.has_c(view.op) else 0) \
+            | (4 if rev_rows else 0) | (8 if rev_cols else 0)
+        return (np.uint64(ptrs), np.int64(base), np.int64(stride), np.int64(offset),
+                np.int64(view.ld), np.int32(flags))
+
+    def _info_ptr(self) -> np.uint64:
+        return np.uint64(0 if self.infos is None else self.infos.data.ptr)
+
+    # ------------------------------------------------------------- kernels
+    def small(self, op: str, t: Mat, *, r: Mat | None = None, n: int, m: int = 0,
+              rev: bool = False, unit: bool = False, alpha: complex = 1.0, beta: float = 0.0,
+              order0: int = 0, fresh: bool = False) -> None:
+        """One register kernel over every member (canonical operands, see batched_small.cu).
+
+        ``t`` is the square operand (order ``n``; reversed rows and columns if ``rev``), ``r``
+        the ``n x m`` one (rows reversed if ``rev``); ``order0`` is added to recorded infos.
+        With ``fresh``, the kernel writes every member's info (the array may hold anything
+        before); without, it skips members already failed and records only failures.
+        """
+        width = group_width(n)
+        kernel = nvrtc.kernel("batched_small.cu", *batched_small(self._ctype, width, OPS[op]))
+        targs = self.operand(t, rev, rev)
+        rargs = self.operand(r, rev, False) if r is not None else targs
+        fixed = (np.int32(n), np.int32(m), np.int32(unit), _value(self.dtype, alpha),
+                 _real(self.dtype).type(beta)) + targs + rargs + (
+                     self._info_ptr(), np.int32(order0),
+                     np.int32(self.infos is not None and not fresh))
+        per_block = BLOCK // width
+        step = MAX_BLOCKS * per_block
+        for first in range(0, self.members, step):
+            count = min(step, self.members - first)
+            kernel((-(-count // per_block),), (BLOCK,),
+                   (np.int64(first), np.int64(count)) + fixed)
+
+    def zero_pivots(self, a: Mat) -> None:
+        """Record, for members not failed yet, the first exactly zero diagonal element of the
+        lower-triangular view ``a``."""
+        slot, offset = a.ptr >> SLOT_BITS, a.ptr & ((1 << SLOT_BITS) - 1)
+        ptrs, base, stride = self._where(slot)
+        kernel = nvrtc.function("batched_small.cu",
+                                f"tricov::batched::zero_pivots<{self._ctype}>")
+        self._per_member(kernel, 256, (np.int32(a.rows), np.uint64(ptrs), np.int64(base),
+                                       np.int64(stride), np.int64(offset), np.int64(a.ld),
+                                       self._info_ptr()))
+
+    def conjugate(self, view: Mat, lower: bool = False) -> None:
+        """Conjugate in place every member's memory of ``view`` (members not failed): the whole
+        block, or with ``lower`` the lower triangle of the logical view only."""
+        slot, offset = view.ptr >> SLOT_BITS, view.ptr & ((1 << SLOT_BITS) - 1)
+        ptrs, base, stride = self._where(slot)
+        kernel = nvrtc.function("batched_small.cu", f"tricov::batched::conjugate<{self._ctype}>")
+        region = (2 if view.t else 1) if lower else 0
+        args = (np.int32(view.mrows), np.int32(view.mcols), np.int32(region), np.uint64(ptrs),
+                np.int64(base), np.int64(stride), np.int64(offset), np.int64(view.ld),
+                self._info_ptr())
+        step = 65535 * 65535  # one block per member, on a 2-D grid
+        for first in range(0, self.members, step):
+            count = min(step, self.members - first)
+            x = min(count, 65535)
+            kernel((x, -(-count // x)), (128,), (np.int64(first), np.int64(count)) + args)
+
+    def _per_member(self, kernel: Any, threads: int, args: tuple) -> None:
+        step = MAX_BLOCKS * threads
+        for first in range(0, self.members, step):
+            count = min(step, self.members - first)
+            kernel((-(-count // threads),), (threads,), (np.int64(first), np.int64(count)) + args)
+
+    # ------------------------------------------------------------- leaves
+    def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        if b.rows and b.cols:
+            self.small("trsm", a, r=b, n=b.rows, m=b.cols, rev=not lower, unit=unit,
+                       alpha=alpha)
+
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        if b.rows and b.cols:
+            self.small("trmm", a, r=b, n=b.rows, m=b.cols, rev=not lower, unit=unit,
+                       alpha=alpha)
+
+    def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
+        if c.rows:
+            self.small("herk", c, r=a, n=c.rows, m=a.cols, alpha=alpha, beta=beta)
+
+    def potrf(self, a: Mat, offset: int) -> bool:
+        if a.rows:
+            self.small("potrf", a, n=a.rows, order0=offset)
+        return True
+
+    def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
+        if a.rows:
+            self.small("trtri", a, n=a.rows, unit=unit, order0=offset)
+        return True
+
+    def lauum(self, a: Mat) -> None:
+        if a.rows:
+            self.small("lauum", a, n=a.rows)
+
+    # ---------------------------------------------------------------- GEMM
+    def _addresses(self, slot: int, offset: int, first: int, count: int, dummy: int) -> Any:
+        """Device array of the addresses of a block of members ``first ..`` (failed members:
+        ``dummy``, when it is not 0)."""
+        ptrs, base, stride = self._where(slot)
+        out = self.xp.empty(count, dtype=np.int64)
+        self._keep.append(out)
+        kernel = nvrtc.function("batched_small.cu", "tricov::batched::addresses")
+        info = self._info_ptr() if dummy else np.uint64(0)
+        kernel((-(-count // 256),), (256,),
+               (np.int64(first), np.int64(count), np.uint64(ptrs), np.int64(base),
+                np.int64(stride), np.int64(offset), info, np.int64(dummy), out))
+        return out
+
+    def _scalar(self, value: complex) -> int:
+        buf = np.array([_value(self.dtype, value)], dtype=self.dtype)
+        self._keep.append(buf)
+        return buf.ctypes.data
+
+    def raw_gemm(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        if self._hb is None:
+            self._hb = lib.bind_blas(self._stream)
+        mask = (1 << SLOT_BITS) - 1
+        (sa, oa), (sb, ob), (sc, oc) = ((p >> SLOT_BITS, p & mask) for p in (a, b, c))
+        alpha_p, beta_p = self._scalar(alpha), self._scalar(beta)
+        # Strided batches where cuBLAS takes them: every operand one non-negative stride (in
+        # elements) from member to member, and no failed member to keep out.
+        isz = self.dtype.itemsize
+        strided = self.group.ptrs is None and self.infos is None and all(
+            self.group.affine[s][1] >= 0 and self.group.affine[s][1] % isz == 0
+            for s in (sa, sb, sc))
+        dummy = 0
+        if self.infos is not None:
+            scratch = self.xp.empty(((n - 1) * ldc + m) * self.dtype.itemsize, dtype=np.uint8)
+            self._keep.append(scratch)
+            dummy = scratch.data.ptr
+        for first in range(0, self.members, GEMM_CHUNK):
+            count = min(GEMM_CHUNK, self.members - first)
+            if strided:
+                (ba, xa), (bb, xb), (bc, xc) = (self.group.affine[s] for s in (sa, sb, sc))
+                lib.check(lib.blas("gemmStridedBatched", self.dtype)(
+                    self._hb, lib.OP[ta], lib.OP[tb], m, n, k, alpha_p,
+                    ba + first * xa + oa, lda, xa // isz, bb + first * xb + ob, ldb, xb // isz,
+                    beta_p, bc + first * xc + oc, ldc, xc // isz, count), "gemmStridedBatched")
+                continue
+            pa = self._addresses(sa, oa, first, count, 0)
+            pb = self._addresses(sb, ob, first, count, 0)
+            pc = self._addresses(sc, oc, first, count, dummy)
+            lib.check(lib.blas("gemmBatched", self.dtype)(
+                self._hb, lib.OP[ta], lib.OP[tb], m, n, k, alpha_p, pa.data.ptr, lda,
+                pb.data.ptr, ldb, beta_p, pc.data.ptr, ldc, count), "gemmBatched")
