@@ -218,6 +218,7 @@ class KernelSource(TileSource):
             ``||U V^H||_F^2`` of each tile.
         """
         from ..kernels.numba import tiles
+        from ..kernels.numba.qr import geqrf_address
         from ._threads import tile_loops
         from .compression import _OVERSAMPLE
 
@@ -244,7 +245,7 @@ class KernelSource(TileSource):
                 tiles.aca_tiles(fn, self._xc, p, tab, self.offsets,
                                 np.ascontiguousarray(sub[:, 0]), np.ascontiguousarray(sub[:, 1]),
                                 tol[todo], steps, -1 if rank is None else int(rank), int(seed),
-                                U, V, ranks, norm2, status)
+                                geqrf_address(), U, V, ranks, norm2, status)
             for b, t in enumerate(todo.tolist()):
                 if status[b] == 0:
                     i, k, r = int(sub[b, 0]), int(sub[b, 1]), int(ranks[b])

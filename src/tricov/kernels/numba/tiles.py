@@ -34,6 +34,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from .qr import qr_r
+
 __all__ = ["BLOCK_SIGNATURE", "OVERFLOW", "aca_tiles", "as_pointer", "fill", "fill_symmetric"]
 
 #: Signature of a block function (see the module notes).
@@ -327,17 +329,21 @@ def _aca_one(fn: int, x: Any, p: Any, tab: Any, r0: int, r1: int, c0: int, c1: i
 
 
 @njit(nogil=True, cache=True)
-def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int,
+def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, geqrf: int,
                 U: Any, V: Any) -> tuple[int, float]:
     """Truncated SVD of ``U V^T`` (``k`` columns, given transposed) to ``budget`` and ``rank``
     (< 0: none), into ``U``, ``V`` (``U`` orthonormal) if it fits; returns the rank and
-    ``||V||_F^2``. Nothing is written when the rank exceeds ``U``'s columns."""
+    ``||V||_F^2``. Nothing is written when the rank exceeds ``U``'s columns.
+
+    ``U = Qu Ru`` (Householder), ``M = V Ru^T`` so that ``U V^T = Qu M^T``; the right singular
+    vectors ``x`` and values ``s`` of ``M`` come from the SVD of the R factor of ``M`` alone
+    (no second Q), and ``U V^T ~ (Qu x_r) (M x_r)^T``.
+    """
     if k == 0:
         return 0, 0.0
-    ql, rl = np.linalg.qr(np.ascontiguousarray(Ut[:k].T))
-    qv, rv = np.linalg.qr(np.ascontiguousarray(Vt[:k].T))
-    core = np.ascontiguousarray(rl) @ np.ascontiguousarray(rv.T)
-    xs, s, yh = np.linalg.svd(core, full_matrices=False)
+    qu, ru = np.linalg.qr(np.ascontiguousarray(Ut[:k].T))
+    M = np.ascontiguousarray(Vt[:k].T) @ np.ascontiguousarray(ru.T)
+    _, s, xt = np.linalg.svd(qr_r(M, geqrf), full_matrices=False)
     r = s.shape[0]
     tail = 0.0
     b2 = budget * budget
@@ -348,11 +354,9 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int,
         r = rank
     if r > U.shape[1]:
         return r, 0.0
-    u = np.ascontiguousarray(ql) @ np.ascontiguousarray(xs[:, :r])
-    w = np.ascontiguousarray(yh[:r].T)
-    for c in range(r):
-        w[:, c] *= s[c]
-    v = np.ascontiguousarray(qv) @ w
+    x = np.ascontiguousarray(xt[:r].T)
+    u = np.ascontiguousarray(qu) @ x
+    v = M @ x
     U[:, :r] = u
     V[:, :r] = v
     nrm = 0.0
@@ -364,8 +368,8 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int,
 
 @njit(parallel=True, nogil=True, cache=True)
 def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
-              atol: Any, steps: int, rank: int, seed: int, U: Any, V: Any, ranks: Any,
-              norms: Any, status: Any) -> None:
+              atol: Any, steps: int, rank: int, seed: int, geqrf: int, U: Any, V: Any,
+              ranks: Any, norms: Any, status: Any) -> None:
     """Compress tiles ``(ti[b], tk[b])`` (of the tiling ``offsets``) by ACA, one per task.
 
     Parameters
@@ -378,7 +382,9 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
     rank : int
         Final rank cap (< 0: none).
     seed : int
-        Randomness (with the tile position).
+        Randomness (with the tile position), >= 0.
+    geqrf : int
+        Address of LAPACK's ``dgeqrf`` (:func:`tricov.kernels.numba.qr.geqrf_address`).
     U, V : float64 (B, M, R), (B, N, R)
         Outputs: tile ``b`` gets ``U[b, :m, :r]`` (orthonormal columns), ``V[b, :n, :r]``.
     ranks, norms, status : (B,) int64, float64, int64
@@ -393,7 +399,7 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
         Ut, Vt, kk, est = _aca_one(fn, x, p, tab, r0, r1, c0, c1, atol[b],
                                    min(steps, min(r1 - r0, c1 - c0)), state)
         budget = math.sqrt(max(atol[b] * atol[b] - est * est, 0.0))
-        r, nrm = _recompress(Ut, Vt, kk, budget, rank, U[b, :r1 - r0], V[b, :c1 - c0])
+        r, nrm = _recompress(Ut, Vt, kk, budget, rank, geqrf, U[b, :r1 - r0], V[b, :c1 - c0])
         ranks[b] = r
         norms[b] = nrm
         status[b] = OVERFLOW if r > U.shape[2] else 0
