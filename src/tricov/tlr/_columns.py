@@ -13,6 +13,7 @@ loops use Numba's threads with BLAS on one thread (:func:`tricov.tlr._threads.ti
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,51 @@ __all__ = ["left_looking", "usable"]
 DENSE_CHUNK = 1 << 24
 _FIRST_HINT = 22
 _EXTRA = 16
+
+
+def _split(n: int, parts: int, triangle: bool = False) -> list[tuple[int, int]]:
+    """``parts`` ranges covering ``[0, n)``: of equal length, or of equal area of the lower
+    triangle (boundaries at ``n sqrt(p / parts)``)."""
+    cuts = [round(n * (math.sqrt(p / parts) if triangle else p / parts)) for p in range(parts + 1)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
+
+
+def _threaded(tasks: list[Any]) -> None:
+    """Run the callables ``tasks`` on Numba's number of threads (BLAS calls release the GIL)."""
+    if len(tasks) <= 1:
+        for t in tasks:
+            t()
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        for f in [pool.submit(t) for t in tasks]:
+            f.result()
+
+
+def _threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
+
+
+def syrk_lower(X: np.ndarray, C: np.ndarray) -> None:
+    """``C -= X X^T`` on the lower triangle of ``C`` (row blocks of equal work in parallel:
+    a SYRK on each diagonal block, a GEMM left of it)."""
+
+    def block(r0: int, r1: int) -> None:
+        dense.syrk(X[r0:r1], C[r0:r1, r0:r1], alpha=-1.0, beta=1.0)
+        if r0:
+            C[r0:r1, :r0] -= X[r0:r1] @ X[:r0].T
+
+    _threaded([lambda a=a, b=b: block(a, b) for a, b in _split(C.shape[0], _threads(),
+                                                                  triangle=True)])
+
+
+def trsm_rows(L: np.ndarray, B: np.ndarray) -> None:
+    """``B <- B L^-T`` (``L`` lower triangular), row blocks in parallel."""
+    _threaded([lambda a=a, b=b: dense.trsm(L, B[a:b], side="R", uplo="L", trans="T")
+               for a, b in _split(B.shape[0], _threads())])
 
 
 def usable(T: TLRMatrix, tol: float | None) -> bool:
@@ -95,7 +141,7 @@ class _Factor:
         with tile_loops():
             schur.diag_roots(self.UT[k], np.ascontiguousarray(self.uoff[k, :k]),
                              np.ascontiguousarray(self.rk[k, :k]), PT, XT)
-        dense.syrk(XT.T, T._diag[k], alpha=-1.0, beta=1.0)
+        syrk_lower(XT.T, T._diag[k])
 
     def column(self, k: int, tiles: np.ndarray, hints: np.ndarray, base: tuple[Any, Any, Any],
                dense_base: bool, vk: np.ndarray, PT: Any, atol: float, rank: int | None,
@@ -160,8 +206,7 @@ class _Factor:
         for b, v in enumerate(vts):
             VTk[starts[b]:starts[b + 1]] = v
         if VTk.shape[0]:
-            # V^T <- V^T L^-T: the triangular solve of the whole column at once
-            dense.trsm(L, VTk, side="R", uplo="L", trans="T")
+            trsm_rows(L, VTk)  # V^T <- V^T L^-T: the whole column at once
         self.VT.append(VTk)
 
     def store(self, T: TLRMatrix, columns: int) -> None:
@@ -193,7 +238,7 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, rank: int | None, norm2: fl
     F = _Factor(sizes, caps)
     seed = int(rng.integers(1 << 62))
     empty = _typed_list([])
-    with Progress(nt, "TLR Cholesky (left-looking)", progress) as bar:
+    with Progress(nt, "TLR Cholesky (left-looking)", progress) as bar, tile_loops():
         for k in range(nt):
             vk, PT = F.gram(k)
             F.update_diag(T, k, PT)

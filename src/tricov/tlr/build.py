@@ -13,7 +13,7 @@ from .compression import aca, compress_tiles
 from .matrix import TLRMatrix
 from .sources import TileSource, panel_chunks
 
-__all__ = ["build", "chunk_hint", "rank_hints", "store", "tile_atol"]
+__all__ = ["build", "chunk_hint", "generate_diagonal", "rank_hints", "store", "tile_atol"]
 
 
 def tile_atol(tol: float | None, norm2: float, ntiles: int) -> float | None:
@@ -50,14 +50,16 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
     so far. ACA never generates the panel; its tiles' norms are those of their approximations.
     """
     nt = T.ntiles
-    norm2 = 0.0
-    for k in range(nt):
-        d = src.diag(k)
-        T._diag[k] = d
-        norm2 += fro2(d, None)
-    if T.method == "aca" and getattr(src, "compiled", None) is not None:
-        T.anorm = math.sqrt(_build_aca_compiled(T, src, norm2, rng, progress))
-        return
+    if getattr(src, "compiled", None) is not None:
+        from ._threads import tile_loops
+
+        with tile_loops():  # compiled loops: the threads are Numba's
+            norm2 = generate_diagonal(T, src)
+            if T.method == "aca":
+                T.anorm = math.sqrt(_build_aca_compiled(T, src, norm2, rng, progress))
+                return
+    else:
+        norm2 = generate_diagonal(T, src)
     with Progress(max(nt - 1, 0), "compressing tiles", progress) as bar:
         for k in range(nt - 1):
             hints = rank_hints(T, k)
@@ -83,6 +85,16 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                 del panel, stack
             bar.advance()
     T.anorm = math.sqrt(norm2)
+
+
+def generate_diagonal(T: TLRMatrix, src: TileSource) -> float:
+    """Generate the diagonal tiles into ``T``; returns the sum of their squared norms."""
+    norm2 = 0.0
+    for k in range(T.ntiles):
+        d = src.diag(k)
+        T._diag[k] = d
+        norm2 += fro2(d, None)
+    return norm2
 
 
 #: Tiles compressed per call of the compiled ACA (the running norm is updated between calls).
