@@ -21,7 +21,7 @@ import numpy as np
 from .. import dense
 from ._array import fro2
 from ._progress import Progress
-from ._threads import tile_loops
+from ._threads import run_ranges, thread_count, tile_loops
 from .build import tile_atol
 from .matrix import TLRMatrix
 
@@ -41,22 +41,8 @@ def _split(n: int, parts: int, triangle: bool = False) -> list[tuple[int, int]]:
 
 
 def _threaded(tasks: list[Any]) -> None:
-    """Run the callables ``tasks`` on Numba's number of threads (BLAS calls release the GIL)."""
-    if len(tasks) <= 1:
-        for t in tasks:
-            t()
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
-        for f in [pool.submit(t) for t in tasks]:
-            f.result()
-
-
-def _threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
+    """Run the callables ``tasks`` on the threads (BLAS calls release the GIL)."""
+    run_ranges(lambda t0, t1: [tasks[t]() for t in range(t0, t1)], len(tasks), ())
 
 
 def syrk_lower(X: np.ndarray, C: np.ndarray) -> None:
@@ -68,14 +54,14 @@ def syrk_lower(X: np.ndarray, C: np.ndarray) -> None:
         if r0:
             C[r0:r1, :r0] -= X[r0:r1] @ X[:r0].T
 
-    _threaded([lambda a=a, b=b: block(a, b) for a, b in _split(C.shape[0], _threads(),
+    _threaded([lambda a=a, b=b: block(a, b) for a, b in _split(C.shape[0], thread_count(),
                                                                   triangle=True)])
 
 
 def trsm_rows(L: np.ndarray, B: np.ndarray) -> None:
     """``B <- B L^-T`` (``L`` lower triangular), row blocks in parallel."""
     _threaded([lambda a=a, b=b: dense.trsm(L, B[a:b], side="R", uplo="L", trans="T")
-               for a, b in _split(B.shape[0], _threads())])
+               for a, b in _split(B.shape[0], thread_count())])
 
 
 def usable(T: TLRMatrix, tol: float | None) -> bool:
@@ -126,21 +112,19 @@ class _Factor:
         rkk = np.ascontiguousarray(self.rk[k, :k])
         PT = _typed_list([np.empty((int(rkk[j]), self.VT[j].shape[0] - int(vk[j])))
                           for j in range(k)])
-        if k:
-            with tile_loops():
-                schur.gram_blocks(self.VT, vk, rkk, PT)
+        run_ranges(schur.gram_blocks, k, (self.VT, vk, rkk, PT))
         return vk, PT
 
     def update_diag(self, T: TLRMatrix, k: int, PT: Any) -> None:
         """``A_kk -= sum_j L_kj L_kj^T`` (one SYRK on the Gram roots)."""
-        from ..kernels.numba import schur
+        from ..kernels.numba import lapack, schur
 
         if not self.ru[k]:
             return
         XT = np.empty((int(self.ru[k]), int(self.sizes[k])))
-        with tile_loops():
-            schur.diag_roots(self.UT[k], np.ascontiguousarray(self.uoff[k, :k]),
-                             np.ascontiguousarray(self.rk[k, :k]), PT, XT)
+        run_ranges(schur.diag_roots, k, (self.UT[k], np.ascontiguousarray(self.uoff[k, :k]),
+                                         np.ascontiguousarray(self.rk[k, :k]), PT, XT,
+                                         lapack.addresses()))
         syrk_lower(XT.T, T._diag[k])
 
     def column(self, k: int, tiles: np.ndarray, hints: np.ndarray, base: tuple[Any, Any, Any],
@@ -148,8 +132,7 @@ class _Factor:
                rng: np.random.Generator, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
         """Compress the Schur tiles ``(tiles, k)``; their ``U`` go to ``UT``, returns their
         ``V^T`` blocks and ranks (nothing else is updated)."""
-        from ..kernels.numba import schur
-        from ..kernels.numba.qr import geqrf_address
+        from ..kernels.numba import lapack, schur
 
         nk = int(self.sizes[k])
         count = tiles.size
@@ -170,16 +153,15 @@ class _Factor:
             st = np.zeros(todo.size, dtype=np.int64)
             rounds = np.zeros(todo.size, dtype=np.int64)
             sel = todo if todo.size < count else None
-            with tile_loops():
-                schur.schur_tiles(
-                    np.ascontiguousarray(tiles[todo]), k, dense_base,
-                    BU if sel is None or dense_base else _typed_list([BU[b] for b in sel]),
-                    BV if sel is None or dense_base else _typed_list([BV[b] for b in sel]),
-                    BD if sel is None or not dense_base else np.ascontiguousarray(BD[sel]),
-                    self.UT, self.ru, self.rk, self.uoff, self.voff, vk, PT, Z, G,
-                    np.ascontiguousarray(hints[todo]), atol, -1 if rank is None else int(rank),
-                    seed, geqrf_address(), vbuf, vstart[:-1].copy(),
-                    np.ascontiguousarray(vroom[todo]), r, st, rounds)
+            run_ranges(schur.schur_tiles, todo.size, (
+                np.ascontiguousarray(tiles[todo]), k, dense_base,
+                BU if sel is None or dense_base else _typed_list([BU[b] for b in sel]),
+                BV if sel is None or dense_base else _typed_list([BV[b] for b in sel]),
+                BD if sel is None or not dense_base else np.ascontiguousarray(BD[sel]),
+                self.UT, self.ru, self.rk, self.uoff, self.voff, vk, PT, Z, G,
+                np.ascontiguousarray(hints[todo]), atol, -1 if rank is None else int(rank),
+                seed, lapack.addresses(), vbuf, vstart[:-1].copy(),
+                np.ascontiguousarray(vroom[todo]), r, st, rounds))
             for a, b in enumerate(todo.tolist()):
                 ranks[b] = r[a]
                 if st[a] == 0:

@@ -32,6 +32,8 @@ Factors = tuple[Any, Any]
 PANEL_ELEMENTS = 1 << 22
 #: Columns of the output of compiled ACA per tile at first (tiles of higher rank are redone).
 _ACA_ROOM = 64
+#: Rows per range of the compiled tile generation.
+_FILL_ROWS = 16
 
 
 def tile_offsets(n: int, tile_size: int) -> np.ndarray:
@@ -181,16 +183,29 @@ class KernelSource(TileSource):
 
     def _compiled_block(self, rows: slice, cols: slice) -> Any:
         from ..kernels.numba import tiles
-        from ._threads import tile_loops
+        from ._threads import run_ranges, tile_loops
 
         fn, p, tab, nugget = self.compiled
-        x = self._xc
         out = np.empty((rows.stop - rows.start, cols.stop - cols.start))
         with tile_loops():
-            if rows == cols:
-                tiles.fill_symmetric(fn, x, p, tab, rows.start, out, nugget)
-            else:
-                tiles.fill(fn, x, p, tab, rows.start, cols.start, out, 0.0)
+            run_ranges(tiles.fill, out.shape[0], (fn, self._xc, p, tab, rows.start, cols.start,
+                                                  out, nugget if rows == cols else 0.0),
+                       _FILL_ROWS)
+        _check_block(out, out.shape, "kernel")
+        return out if out.dtype == self.dtype else out.astype(self.dtype)
+
+    def _diag_block(self, s: slice) -> Any:
+        if self.compiled is None:
+            return self._block(s, s)
+        from ..kernels.numba import tiles
+        from ._threads import run_ranges, tile_loops
+
+        fn, p, tab, nugget = self.compiled
+        m = s.stop - s.start
+        out = np.zeros((m, m))
+        with tile_loops():  # the lower triangle (the caller mirrors it)
+            run_ranges(tiles.fill_lower, m, (fn, self._xc, p, tab, s.start, out, nugget),
+                       _FILL_ROWS)
         _check_block(out, out.shape, "kernel")
         return out if out.dtype == self.dtype else out.astype(self.dtype)
 
@@ -218,8 +233,8 @@ class KernelSource(TileSource):
             ``||U V^H||_F^2`` of each tile.
         """
         from ..kernels.numba import tiles
-        from ..kernels.numba.qr import geqrf_address
-        from ._threads import tile_loops
+        from ..kernels.numba.lapack import addresses
+        from ._threads import run_ranges, tile_loops
         from .compression import _OVERSAMPLE
 
         if self.compiled is None:
@@ -242,10 +257,11 @@ class KernelSource(TileSource):
             norm2 = np.zeros(todo.size)
             status = np.zeros(todo.size, dtype=np.int64)
             with tile_loops():
-                tiles.aca_tiles(fn, self._xc, p, tab, self.offsets,
-                                np.ascontiguousarray(sub[:, 0]), np.ascontiguousarray(sub[:, 1]),
-                                tol[todo], steps, -1 if rank is None else int(rank), int(seed),
-                                geqrf_address(), U, V, ranks, norm2, status)
+                run_ranges(tiles.aca_tiles, todo.size, (
+                    fn, self._xc, p, tab, self.offsets, np.ascontiguousarray(sub[:, 0]),
+                    np.ascontiguousarray(sub[:, 1]), tol[todo], steps,
+                    -1 if rank is None else int(rank), int(seed), addresses(), U, V, ranks,
+                    norm2, status))
             for b, t in enumerate(todo.tolist()):
                 if status[b] == 0:
                     i, k, r = int(sub[b, 0]), int(sub[b, 1]), int(ranks[b])

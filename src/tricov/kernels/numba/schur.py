@@ -13,8 +13,9 @@ Column ``k``. Tile ``(i, k)`` of the Schur complement is
 
 ``U_i = UT[i][:R_i]^T`` and ``Pblk_i`` block diagonal with blocks ``P_ij = V_ij^T V_kj``, which
 :func:`gram_blocks` computes for all ``i >= k`` at once per ``j`` (one product per ``j``: the
-``V`` factors below ``(k, j)`` are consecutive). :func:`schur_tiles` compresses every ``S_ik``
-in parallel (one tile per task) by the adaptive randomized range finder of
+``V`` factors below ``(k, j)`` are consecutive). :func:`schur_tiles` compresses each ``S_ik``
+(threads take ranges of tiles: every function here releases the GIL) by the adaptive randomized
+range finder of
 :mod:`tricov.tlr.compression`, touching ``S_ik`` only through
 
     ``S_ik Z = A_ik Z - U_i (Pblk_i (W^T Z))``,   ``S_ik^T Q = A_ik^T Q - W (Pblk_i^T (U_i^T Q))``,
@@ -35,9 +36,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .qr import qr_r
+from . import lapack
 from .tiles import _MIX1, _MIX2, _next
 
 __all__ = ["OVERFLOW", "diag_roots", "gram_blocks", "schur_tiles"]
@@ -78,7 +79,7 @@ def _project(Y: Any, Q: Any) -> Any:
 
 
 @njit(nogil=True, cache=True)
-def _extend(Q: Any, Y: Any) -> Any:
+def _extend(Q: Any, Y: Any, fns: Any) -> Any:
     """``[Q, orth(Y)]``: ``Y`` already projected against ``Q``; orthonormalized, projected once
     more (a block of rounding noise leans towards Q after its QR) and appended. A block that is
     exactly zero adds nothing."""
@@ -87,9 +88,9 @@ def _extend(Q: Any, Y: Any) -> Any:
         nrm += v * v
     if Y.shape[1] == 0 or nrm == 0.0:
         return Q
-    Qn = np.asfortranarray(np.linalg.qr(Y)[0])
+    Qn = lapack.qr_q(Y, fns)
     if Q.shape[1]:
-        Qn = np.asfortranarray(np.linalg.qr(Qn - Q @ (Q.T @ Qn))[0])
+        Qn = lapack.qr_q(Qn - Q @ (Q.T @ Qn), fns)
     out = np.empty((Q.shape[0], Q.shape[1] + Qn.shape[1]))
     out[:, :Q.shape[1]] = Q
     out[:, Q.shape[1]:] = Qn
@@ -97,16 +98,15 @@ def _extend(Q: Any, Y: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- column setup
-@njit(parallel=True, nogil=True, cache=True)
-def gram_blocks(VT: Any, vk: Any, rkk: Any, PT: Any) -> None:
-    """``PT[j] = V_kj^T [V_kj, V_k+1,j, ...]`` for every ``j < k`` with ``rkk[j] > 0``.
+@njit(nogil=True, cache=True)
+def gram_blocks(VT: Any, vk: Any, rkk: Any, PT: Any, j0: int, j1: int) -> None:
+    """``PT[j] = V_kj^T [V_kj, V_k+1,j, ...]`` for ``j0 <= j < j1`` with ``rkk[j] > 0``.
 
     ``vk[j]`` is the row of ``V_kj^T`` in ``VT[j]`` (the tiles below follow it); ``PT[j]`` is
     ``(rkk[j], rows of VT[j] from vk[j])``, so ``P_ij = V_ij^T V_kj`` is the transpose of its
     columns ``voff[j, i] - vk[j]`` .. ``+ rk[i, j]``.
     """
-    for jp in prange(vk.shape[0]):
-        j = np.int64(jp)  # prange's index is unsigned; typed lists take a signed one
+    for j in range(j0, j1):
         r = rkk[j]
         if r == 0:
             continue
@@ -115,25 +115,25 @@ def gram_blocks(VT: Any, vk: Any, rkk: Any, PT: Any) -> None:
         PT[j][:, :] = below[:r] @ below.T
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def diag_roots(UTk: Any, uk: Any, rkk: Any, PT: Any, XT: Any) -> None:
-    """``XT`` (R_k, m_k) such that ``X X^T = sum_j U_kj (V_kj^T V_kj) U_kj^T``.
+@njit(nogil=True, cache=True)
+def diag_roots(UTk: Any, uk: Any, rkk: Any, PT: Any, XT: Any, fns: Any, j0: int,
+               j1: int) -> None:
+    """Rows of ``XT`` (R_k, m_k) of blocks ``j0 <= j < j1``, with
+    ``X X^T = sum_j U_kj (V_kj^T V_kj) U_kj^T``.
 
     Block ``j`` of ``X`` is ``U_kj E sqrt(w)`` for the eigendecomposition ``E w E^T`` of the
     Gram matrix ``V_kj^T V_kj`` (the leading block of ``PT[j]``).
     """
-    for jp in prange(uk.shape[0]):
-        j = np.int64(jp)
+    for j in range(j0, j1):
         r = rkk[j]
         if r == 0:
             continue
-        g = np.ascontiguousarray(PT[j][:, :r])
-        w, e = np.linalg.eigh(0.5 * (g + g.T))
+        w, e = lapack.eigh(PT[j][:, :r], fns)
         for c in range(r):
             s = math.sqrt(max(w[c], 0.0))
             for a in range(r):
                 e[a, c] *= s
-        XT[uk[j]:uk[j] + r] = np.ascontiguousarray(e.T) @ UTk[uk[j]:uk[j] + r]
+        XT[uk[j]:uk[j] + r] = e.T @ UTk[uk[j]:uk[j] + r]
 
 
 # ---------------------------------------------------------------------------- one tile
@@ -218,7 +218,7 @@ def _adjoint(b: int, i: int, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UTi
 def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV: Any, BD: Any,
               UTi: Any, Ri: int, WT: Any, rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any,
               Z: Any, G: Any, hint: int, atol: float, rank: int, seed: np.uint64,
-              geqrf: int) -> tuple[Any, Any, int]:
+              fns: Any) -> tuple[Any, Any, int]:
     """Adaptive randomized compression of ``S_ik``: ``(Q y, B^T y, rounds)`` truncated to
     ``atol`` (Frobenius) and ``rank`` (< 0: no cap)."""
     full = min(mi, nk)
@@ -244,7 +244,7 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
             Y = _sample(b, i, k, dense, BU, BV, BD, UTi, Ri, rk, uoff, voff, vk, PT, Zr,
                         np.asfortranarray(Gr))
         rounds += 1
-        Q = _extend(Q, _project(np.ascontiguousarray(Y[:, :main]), Q))
+        Q = _extend(Q, _project(np.ascontiguousarray(Y[:, :main]), Q), fns)
         if extra == 0:
             est = 0.0  # Q reached the cap: it spans the range (cap = full), or the rank decides
             break
@@ -255,15 +255,15 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
         est = math.sqrt(s2 / extra)
         if est <= 0.5 * atol:
             break
-        Q = _extend(Q, Yb)
+        Q = _extend(Q, Yb, fns)
         p = max(_MIN_BLOCK, Q.shape[1] // 2)
     w = Q.shape[1]
     if w == 0:
         return np.zeros((mi, 0)), np.zeros((nk, 0)), rounds
     Q = np.ascontiguousarray(Q)
     BT = _adjoint(b, i, k, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff, vk, PT, Q)
-    R = qr_r(BT, geqrf)                # B^T = Qb R, B = R^T Qb^T: B's left singular vectors
-    y, s, _ = np.linalg.svd(np.ascontiguousarray(R.T), full_matrices=False)
+    R = lapack.qr_r(BT, fns)           # B^T = Qb R, B = R^T Qb^T: B's left singular vectors
+    y, s, _ = lapack.svd(R.T, fns)
     budget2 = max(atol * atol - est * est, 0.0)
     r = s.shape[0]
     tail = 0.0
@@ -276,12 +276,12 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
     return Q @ yr, BT @ yr, rounds
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: Any, ru: Any,
                 rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, Z: Any, G: Any, hints: Any,
-                atol: float, rank: int, seed: int, geqrf: int, vbuf: Any, vstart: Any,
-                vroom: Any, ranks: Any, status: Any, rounds: Any) -> None:
-    """Compress the Schur-complement tiles ``(tiles[b], k)``, one per task.
+                atol: float, rank: int, seed: int, fns: Any, vbuf: Any, vstart: Any,
+                vroom: Any, ranks: Any, status: Any, rounds: Any, b0: int, b1: int) -> None:
+    """Compress the Schur-complement tiles ``(tiles[b], k)``, ``b0 <= b < b1``.
 
     Parameters
     ----------
@@ -302,8 +302,8 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
         Absolute Frobenius accuracy per tile. ``rank`` caps the rank (< 0: none).
     seed : int
         Randomness of the later blocks (with the tile position), >= 0.
-    geqrf : int
-        :func:`tricov.kernels.numba.qr.geqrf_address`.
+    fns : int64 array
+        :func:`tricov.kernels.numba.lapack.addresses`.
     vbuf, vstart, vroom
         ``V^T`` of tile ``b`` goes to ``vbuf[vstart[b]:]`` as a (r, n_k) block if
         ``r <= vroom[b]``; ``U^T`` to ``UT[i][ru[i]:ru[i] + r]`` if it fits.
@@ -312,8 +312,7 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
     """
     WT = UT[k][:ru[k]]
     nk = Z.shape[0]
-    for bp in prange(tiles.shape[0]):
-        b = np.int64(bp)  # prange's index is unsigned; typed lists take a signed one
+    for b in range(b0, b1):
         i = tiles[b]
         UTi = UT[i]
         Ri = ru[i]
@@ -321,7 +320,7 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
         st = np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2)
         st, _ = _next(st)
         U, V, nr = _compress(b, i, k, mi, nk, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff,
-                             vk, PT, Z, G, hints[b], atol, rank, st, geqrf)
+                             vk, PT, Z, G, hints[b], atol, rank, st, fns)
         r = U.shape[1]
         ranks[b] = r
         rounds[b] = nr

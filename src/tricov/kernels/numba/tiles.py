@@ -10,12 +10,12 @@ C-ordered points ``x`` (n, d), the parameters ``p`` (pn) and tables ``tab`` (tn)
 function) that writes ``C(x[i0 + a], x[j0 + b])`` into ``out[a sa + b sb]``
 (:meth:`tricov.geostat.Kernel.compiled` gives one). Called by address, the function is a
 run-time argument: the loops here are compiled once, cached on disk, and serve every kernel.
-Every loop runs in parallel on Numba's threads (``numba.get_num_threads()``) and calls
-``block`` once per row or column, so nothing else than the tile (or the rows and columns ACA
-asks for) is evaluated.
+Every function releases the GIL and works on a range of rows or tiles, so that threads run
+ranges side by side (:func:`tricov.tlr._threads.run_ranges`); each calls ``block`` once per row
+or column, so nothing else than the tile (or the rows and columns ACA asks for) is evaluated.
 
-:func:`fill` generates a dense block (rows in parallel); :func:`fill_symmetric` a diagonal
-tile from its lower triangle; :func:`aca_tiles` compresses a list of tiles, one tile per task,
+:func:`fill` generates rows of a dense block; :func:`fill_lower` rows of the lower triangle
+of a diagonal tile; :func:`aca_tiles` compresses a range of tiles of a list, one after another,
 by adaptive cross approximation with the safe stop of :func:`tricov.tlr.compression.aca` (plus
 a second check on random columns), then recompresses each result by QR and SVD.
 
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
-from .qr import qr_r
+from . import lapack
 
-__all__ = ["BLOCK_SIGNATURE", "OVERFLOW", "aca_tiles", "as_pointer", "fill", "fill_symmetric"]
+__all__ = ["BLOCK_SIGNATURE", "OVERFLOW", "aca_tiles", "as_pointer", "fill", "fill_lower"]
 
 #: Signature of a block function (see the module notes).
 BLOCK_SIGNATURE = types.void(*([types.int64] * 14))
@@ -92,12 +92,13 @@ def _block(fn: int, x: Any, p: Any, tab: Any, i0: int, i1: int, j0: int, j1: int
             out.strides[1] // 8)
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def fill(fn: int, x: Any, p: Any, tab: Any, r0: int, c0: int, out: Any, diag: float) -> None:
-    """``out[a, b] = A[r0 + a, c0 + b]``, ``diag`` added on the global diagonal; rows in
-    parallel."""
-    m, n = out.shape
-    for a in prange(m):
+@njit(nogil=True, cache=True)
+def fill(fn: int, x: Any, p: Any, tab: Any, r0: int, c0: int, out: Any, diag: float, a0: int,
+         a1: int) -> None:
+    """Rows ``a0 <= a < a1`` of ``out[a, b] = A[r0 + a, c0 + b]``, ``diag`` added on the
+    global diagonal."""
+    n = out.shape[1]
+    for a in range(a0, a1):
         _block(fn, x, p, tab, r0 + a, r0 + a + 1, c0, c0 + n, out[a:a + 1])
         g = r0 + a - c0
         if 0 <= g < n:
@@ -105,25 +106,13 @@ def fill(fn: int, x: Any, p: Any, tab: Any, r0: int, c0: int, out: Any, diag: fl
 
 
 @njit(nogil=True, cache=True)
-def _lower_row(fn: int, x: Any, p: Any, tab: Any, r0: int, a: int, out: Any,
-               diag: float) -> None:
-    _block(fn, x, p, tab, r0 + a, r0 + a + 1, r0, r0 + a + 1, out[a:a + 1, :a + 1])
-    out[a, a] += diag
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def fill_symmetric(fn: int, x: Any, p: Any, tab: Any, r0: int, out: Any,
-                   diag: float) -> None:
-    """The diagonal tile ``out = A[r0:r0 + m, r0:r0 + m]``: its lower triangle evaluated (rows
-    paired short with long, for balance), the upper one copied from it, ``diag`` added."""
-    m = out.shape[0]
-    for h in prange((m + 1) // 2):
-        _lower_row(fn, x, p, tab, r0, h, out, diag)
-        if m - 1 - h != h:
-            _lower_row(fn, x, p, tab, r0, m - 1 - h, out, diag)
-    for a in prange(m):
-        for b in range(a + 1, m):
-            out[a, b] = out[b, a]
+def fill_lower(fn: int, x: Any, p: Any, tab: Any, r0: int, out: Any, diag: float, a0: int,
+               a1: int) -> None:
+    """Rows ``a0 <= a < a1`` of the lower triangle of the diagonal tile
+    ``out = A[r0:r0 + m, r0:r0 + m]``, ``diag`` added on its diagonal."""
+    for a in range(a0, a1):
+        _block(fn, x, p, tab, r0 + a, r0 + a + 1, r0, r0 + a + 1, out[a:a + 1, :a + 1])
+        out[a, a] += diag
 
 
 # ---------------------------------------------------------------------------- randomness
@@ -329,7 +318,7 @@ def _aca_one(fn: int, x: Any, p: Any, tab: Any, r0: int, r1: int, c0: int, c1: i
 
 
 @njit(nogil=True, cache=True)
-def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, geqrf: int,
+def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, fns: Any,
                 U: Any, V: Any) -> tuple[int, float]:
     """Truncated SVD of ``U V^T`` (``k`` columns, given transposed) to ``budget`` and ``rank``
     (< 0: none), into ``U``, ``V`` (``U`` orthonormal) if it fits; returns the rank and
@@ -341,9 +330,9 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, geqrf: int,
     """
     if k == 0:
         return 0, 0.0
-    qu, ru = np.linalg.qr(np.ascontiguousarray(Ut[:k].T))
-    M = np.ascontiguousarray(Vt[:k].T) @ np.ascontiguousarray(ru.T)
-    _, s, xt = np.linalg.svd(qr_r(M, geqrf), full_matrices=False)
+    qu, ru = lapack.qr(Ut[:k].T, fns)
+    M = np.ascontiguousarray(Vt[:k].T) @ ru.T
+    _, s, xt = lapack.svd(lapack.qr_r(M, fns), fns)
     r = s.shape[0]
     tail = 0.0
     b2 = budget * budget
@@ -355,7 +344,7 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, geqrf: int,
     if r > U.shape[1]:
         return r, 0.0
     x = np.ascontiguousarray(xt[:r].T)
-    u = np.ascontiguousarray(qu) @ x
+    u = qu @ x
     v = M @ x
     U[:, :r] = u
     V[:, :r] = v
@@ -366,11 +355,11 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, geqrf: int,
     return r, nrm
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
-              atol: Any, steps: int, rank: int, seed: int, geqrf: int, U: Any, V: Any,
-              ranks: Any, norms: Any, status: Any) -> None:
-    """Compress tiles ``(ti[b], tk[b])`` (of the tiling ``offsets``) by ACA, one per task.
+              atol: Any, steps: int, rank: int, seed: int, fns: Any, U: Any, V: Any,
+              ranks: Any, norms: Any, status: Any, b0: int, b1: int) -> None:
+    """Compress tiles ``(ti[b], tk[b])``, ``b0 <= b < b1``, of the tiling ``offsets`` by ACA.
 
     Parameters
     ----------
@@ -383,15 +372,15 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
         Final rank cap (< 0: none).
     seed : int
         Randomness (with the tile position), >= 0.
-    geqrf : int
-        Address of LAPACK's ``dgeqrf`` (:func:`tricov.kernels.numba.qr.geqrf_address`).
+    fns : int64 array
+        :func:`tricov.kernels.numba.lapack.addresses`.
     U, V : float64 (B, M, R), (B, N, R)
         Outputs: tile ``b`` gets ``U[b, :m, :r]`` (orthonormal columns), ``V[b, :n, :r]``.
     ranks, norms, status : (B,) int64, float64, int64
         Rank, ``||U V^T||_F^2`` and 0, or :data:`OVERFLOW` if ``r > R`` (then nothing is
         stored, and ``ranks[b]`` is the rank needed).
     """
-    for b in prange(ti.shape[0]):
+    for b in range(b0, b1):
         i, k = ti[b], tk[b]
         r0, r1, c0, c1 = offsets[i], offsets[i + 1], offsets[k], offsets[k + 1]
         state = np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2)
@@ -399,7 +388,7 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
         Ut, Vt, kk, est = _aca_one(fn, x, p, tab, r0, r1, c0, c1, atol[b],
                                    min(steps, min(r1 - r0, c1 - c0)), state)
         budget = math.sqrt(max(atol[b] * atol[b] - est * est, 0.0))
-        r, nrm = _recompress(Ut, Vt, kk, budget, rank, geqrf, U[b, :r1 - r0], V[b, :c1 - c0])
+        r, nrm = _recompress(Ut, Vt, kk, budget, rank, fns, U[b, :r1 - r0], V[b, :c1 - c0])
         ranks[b] = r
         norms[b] = nrm
         status[b] = OVERFLOW if r > U.shape[2] else 0
