@@ -29,6 +29,9 @@ __all__ = ["left_looking", "usable"]
 
 #: Elements of dense Schur tiles generated at once (mode DL).
 DENSE_CHUNK = 1 << 24
+#: Room for the factors of a new tile beyond twice its expected rank (tiles that need more
+#: are compressed again with the room they need).
+ROOM = 32
 _FIRST_HINT = 22
 _EXTRA = 16
 
@@ -140,8 +143,8 @@ class _Factor:
         Z = rng.standard_normal((nk, pmax))
         G = np.asfortranarray(self.UT[k][:self.ru[k]] @ Z)
         for b, i in enumerate(tiles.tolist()):
-            _grow(self.UT, i, int(self.ru[i]) + 2 * int(hints[b]) + 32)
-        vroom = np.minimum(2 * hints + 32, nk).astype(np.int64)
+            _grow(self.UT, i, int(self.ru[i]) + 2 * int(hints[b]) + ROOM)
+        vroom = np.maximum(np.minimum(2 * hints + ROOM, nk), 0).astype(np.int64)
         ranks = np.zeros(count, dtype=np.int64)
         todo = np.arange(count)
         vts: list[np.ndarray | None] = [None] * count

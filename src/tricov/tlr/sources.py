@@ -243,7 +243,7 @@ class KernelSource(TileSource):
         tiles_ik = np.asarray(tiles_ik, dtype=np.int64).reshape(-1, 2)
         count = tiles_ik.shape[0]
         full = self.tile_size
-        steps = full if rank is None else int(rank) + (_OVERSAMPLE if atol is None else 0)
+        steps = full if rank is None else int(rank) + _OVERSAMPLE
         tol = np.full(count, 0.0 if atol is None else float(atol))
         norms = np.zeros(count)
         factors: list[Factors | None] = [None] * count

@@ -366,8 +366,7 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
     atol : float64 (B,)
         Absolute Frobenius accuracy per tile (0 with a fixed rank).
     steps : int
-        Most ACA steps (the rank cap, plus oversampling for a fixed rank; ``>= min(m, n)``:
-        no cap).
+        Most ACA steps (the rank cap plus oversampling; ``>= min(m, n)``: no cap).
     rank : int
         Final rank cap (< 0: none).
     seed : int
@@ -387,7 +386,8 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
         state, _ = _next(state)
         Ut, Vt, kk, est = _aca_one(fn, x, p, tab, r0, r1, c0, c1, atol[b],
                                    min(steps, min(r1 - r0, c1 - c0)), state)
-        budget = math.sqrt(max(atol[b] * atol[b] - est * est, 0.0))
+        # residual and truncation add (not orthogonal); the residual taken as twice its estimate
+        budget = max(atol[b] - 2.0 * est, 0.0)
         r, nrm = _recompress(Ut, Vt, kk, budget, rank, fns, U[b, :r1 - r0], V[b, :c1 - c0])
         ranks[b] = r
         norms[b] = nrm
