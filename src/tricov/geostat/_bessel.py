@@ -55,7 +55,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln, zeta
 
-__all__ = ["matern_scaled", "matern_scaled_inplace", "orders", "table"]
+__all__ = ["matern_scaled", "matern_scaled_inplace", "orders", "table", "table1_at", "table2_at",
+           "tables"]
 
 _EULER = 0.57721566490153286061
 _E_MIN = -99           # the table starts at 2^(_E_MIN - 1) = 2^-100
@@ -383,6 +384,61 @@ def _fill_exact(t: np.ndarray, consts: np.ndarray, temme: np.ndarray, steed: np.
     for j in range(t.shape[1]):
         for i in range(t.shape[0]):
             t[i, j] = _exact(t[i, j], consts, temme, steed, up)
+
+
+@njit(nogil=True, inline="always")
+def table1_at(x: float, coef: np.ndarray, sub: np.ndarray, consts: np.ndarray,
+              temme: np.ndarray, steed: np.ndarray, up: np.ndarray) -> float:
+    """``M_nu(x)`` of one element from a one-function table (the loop of ``_fill_table1``)."""
+    if not (_SMALL <= x < _TABLE_MAX):
+        return _exact(x, consts, temme, steed, up)
+    f, e = math.frexp(x)
+    s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
+    base = ((e - _E_MIN) * 4 + s) * _CHEB
+    u2 = 2.0 * (f - sub[0, s]) * sub[1, s]
+    b1 = 0.0
+    b2 = 0.0
+    for k in range(_CHEB - 1, 0, -1):
+        b1, b2 = u2 * b1 - b2 + coef[base + k], b1
+    off = 1.0 if e <= 0 else 0.0
+    return (off + (0.5 * u2 * b1 - b2 + coef[base])) * math.exp(-x)
+
+
+@njit(nogil=True, inline="always")
+def table2_at(x: float, coef: np.ndarray, sub: np.ndarray, consts: np.ndarray,
+              temme: np.ndarray, steed: np.ndarray, up: np.ndarray) -> float:
+    """``M_nu(x)`` of one element from a two-function table (the loop of ``_fill_table2``)."""
+    if not (_SMALL <= x < _TABLE_MAX):
+        return _exact(x, consts, temme, steed, up)
+    f, e = math.frexp(x)
+    s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
+    base = ((e - _E_MIN) * 4 + s) * 2 * _CHEB
+    u2 = 2.0 * (f - sub[0, s]) * sub[1, s]
+    b1 = 0.0
+    b2 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for k in range(_CHEB - 1, 0, -1):
+        b1, b2 = u2 * b1 - b2 + coef[base + k], b1
+        d1, d2 = u2 * d1 - d2 + coef[base + _CHEB + k], d1
+    off = 1.0 if e <= 0 else 0.0
+    h_lo = off + (0.5 * u2 * b1 - b2 + coef[base])
+    h_hi = off + (0.5 * u2 * d1 - d2 + coef[base + _CHEB])
+    return _upward(x, int(consts[_M]), h_lo, h_hi, up) * math.exp(-x)
+
+
+def tables(nu: float) -> tuple[int, tuple[np.ndarray, ...]]:
+    """How to evaluate ``M_nu`` element by element: ``(mode, arrays)``.
+
+    ``mode`` is 0 (exact path), 1 (:func:`table1_at`) or 2 (:func:`table2_at`); ``arrays`` is
+    ``(coef, sub, consts, temme, steed, up)`` with ``coef`` flattened (the arguments of those
+    functions after ``x``; ``coef`` and ``sub`` are placeholders in mode 0).
+    """
+    consts, temme, steed, up = orders(float(nu))
+    if nu > _NU_TABLE_MAX:
+        return 0, (np.zeros(1), np.zeros((2, 4)), consts, temme, steed, up)
+    coef, sub = table(float(nu))
+    return (2 if coef.shape[1] == 2 else 1), (coef.reshape(-1), sub, consts, temme, steed, up)
 
 
 def matern_scaled_inplace(t: np.ndarray, nu: float, *, exact: bool = False) -> np.ndarray:

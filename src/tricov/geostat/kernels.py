@@ -268,6 +268,27 @@ class Kernel:
             _exp_neg(r, xp)
         return r
 
+    def compiled(self) -> tuple[int, np.ndarray, np.ndarray, float]:
+        """The kernel as a compiled block function, for compiled tile codes (CPU TLR).
+
+        Returns
+        -------
+        fn : int
+            Address of a C callback with the signature
+            :data:`tricov.kernels.numba.tiles.BLOCK_SIGNATURE`: it writes the covariances of
+            a block of pairs of locations, without the nugget (compiled on first use and
+            cached on disk).
+        p, tab : float64 arrays
+            The family and parameters, and the Matérn tables, that ``fn`` takes.
+        nugget : float
+            What a same-set block adds on its diagonal (``i == j``).
+        """
+        from . import _entries
+
+        self.prepare()
+        p, tab = _entries.pack(self.family, self.params, self.metric, self.radius)
+        return _entries.block_address(), p, tab, self.nugget
+
     def prepare(self) -> None:
         """Build what evaluation needs once per parameter set (the Matérn table for this nu)."""
         if self.family == "matern" and _general_nu(self.params[2]) \

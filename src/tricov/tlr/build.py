@@ -13,7 +13,7 @@ from .compression import aca, compress_tiles
 from .matrix import TLRMatrix
 from .sources import TileSource, panel_chunks
 
-__all__ = ["build", "chunk_hint", "rank_hints", "store", "tile_atol"]
+__all__ = ["build", "chunk_hint", "generate_diagonal", "rank_hints", "store", "tile_atol"]
 
 
 def tile_atol(tol: float | None, norm2: float, ntiles: int) -> float | None:
@@ -50,11 +50,16 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
     so far. ACA never generates the panel; its tiles' norms are those of their approximations.
     """
     nt = T.ntiles
-    norm2 = 0.0
-    for k in range(nt):
-        d = src.diag(k)
-        T._diag[k] = d
-        norm2 += fro2(d, None)
+    if getattr(src, "compiled", None) is not None:
+        from ._threads import tile_loops
+
+        with tile_loops():  # compiled loops: the threads are Numba's
+            norm2 = generate_diagonal(T, src)
+            if T.method == "aca":
+                T.anorm = math.sqrt(_build_aca_compiled(T, src, norm2, rng, progress))
+                return
+    else:
+        norm2 = generate_diagonal(T, src)
     with Progress(max(nt - 1, 0), "compressing tiles", progress) as bar:
         for k in range(nt - 1):
             hints = rank_hints(T, k)
@@ -80,3 +85,37 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                 del panel, stack
             bar.advance()
     T.anorm = math.sqrt(norm2)
+
+
+def generate_diagonal(T: TLRMatrix, src: TileSource) -> float:
+    """Generate the diagonal tiles into ``T``; returns the sum of their squared norms."""
+    norm2 = 0.0
+    for k in range(T.ntiles):
+        d = src.diag(k)
+        T._diag[k] = d
+        norm2 += fro2(d, None)
+    return norm2
+
+
+#: Tiles compressed per call of the compiled ACA (the running norm is updated between calls).
+ACA_BATCH = 64
+
+
+def _build_aca_compiled(T: TLRMatrix, src: Any, norm2: float, rng: np.random.Generator,
+                        progress: bool) -> float:
+    """The off-diagonal tiles of ``T`` by the compiled, parallel ACA of ``src``
+    (:meth:`~tricov.tlr.sources.KernelSource.aca`), in batches of tiles taken column by column;
+    each batch is compressed to the accuracy of the running norm. Returns the final norm^2."""
+    nt = T.ntiles
+    cols, rows = np.triu_indices(nt, 1)  # column-major order of the strict lower triangle
+    tiles = np.stack([rows, cols], axis=1)
+    seed = int(rng.integers(1 << 62))
+    with Progress(len(tiles), "compressing tiles", progress) as bar:
+        for b0 in range(0, len(tiles), ACA_BATCH):
+            batch = tiles[b0:b0 + ACA_BATCH]
+            factors, norms = src.aca(batch, tile_atol(T.tol, norm2, nt), T.rank, seed)
+            for (i, k), (u, v) in zip(batch.tolist(), factors, strict=True):
+                T._U[i][k], T._V[i][k] = u, v
+            norm2 += 2.0 * float(norms.sum())
+            bar.advance(len(batch))
+    return norm2

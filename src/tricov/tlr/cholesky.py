@@ -56,9 +56,11 @@ import numpy as np
 
 from .. import dense
 from .._errors import NotPositiveDefiniteError
+from . import _columns
 from ._array import array_module, fro2, herm, zero_upper
 from ._progress import Progress
-from .build import chunk_hint, rank_hints, store, tile_atol
+from ._threads import tile_loops
+from .build import chunk_hint, generate_diagonal, rank_hints, store, tile_atol
 from .compression import DenseStack, check_accuracy, check_method, compress_op
 from .lowrank import recompress
 from .matrix import TLRMatrix, _tile_size
@@ -368,6 +370,9 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
     tau = tile_atol(tol, T.anorm ** 2, T.ntiles)
     if algorithm == "right":
         _right_looking(T, tau, rank, progress)
+    elif T.method != "svd" and _columns.usable(T, tol):
+        _columns.left_looking(T, None, tol, rank, T.anorm ** 2, np.random.default_rng(seed),
+                              progress)
     else:
         # Schur tiles are reached through products with blocks: ACA (entrywise) gains nothing.
         method = "svd" if T.method == "svd" else "rsvd"
@@ -380,12 +385,17 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
 def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | None, method: str,
               seed: Any, progress: bool) -> TLRMatrix:
     T = TLRMatrix(src.n, tile_size, src.dtype, tol=tol, rank=rank, method=method)
-    norm2 = 0.0
-    for k in range(T.ntiles):
-        T._diag[k] = src.diag(k)
-        norm2 += fro2(T._diag[k], None)
-    norm2 = _left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed), method,
-                          progress)
+    if getattr(src, "compiled", None) is not None:
+        with tile_loops():
+            norm2 = generate_diagonal(T, src)
+    else:
+        norm2 = generate_diagonal(T, src)
+    if method == "rsvd" and _columns.usable(T, tol):
+        norm2 = _columns.left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed),
+                                      progress)
+    else:
+        norm2 = _left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed), method,
+                              progress)
     T.anorm = math.sqrt(norm2)
     T._state = "factored"
     return T

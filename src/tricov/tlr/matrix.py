@@ -90,7 +90,7 @@ class TLRMatrix:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_kernel(cls, kernel: Callable[[Any, Any], Any], points: Any, *, tile_size: int,
-                    tol: float | None = None, rank: int | None = None, method: str = "rsvd",
+                    tol: float | None = None, rank: int | None = None, method: str | None = None,
                     nugget: float = 0.0, seed: Any = None, dtype: Any = None,
                     progress: bool = False) -> TLRMatrix:
         """Compress the covariance matrix ``kernel(points, points) + nugget I``, tile by tile.
@@ -98,7 +98,9 @@ class TLRMatrix:
         The dense matrix is never formed: diagonal tiles are generated once and kept; panels
         of off-diagonal tiles (a few tiles of one tile column at a time, one kernel call per
         panel) are generated, compressed and dropped. ``method='aca'`` evaluates only the rows
-        and columns it pivots on.
+        and columns it pivots on. A kernel with a compiled form (:class:`tricov.geostat.Kernel`;
+        see :mod:`tricov.tlr.sources`) on NumPy points is evaluated by compiled parallel loops,
+        and its ACA compresses many tiles at once, in parallel.
 
         Parameters
         ----------
@@ -112,8 +114,9 @@ class TLRMatrix:
             Fixed accuracy (relative Frobenius, see the class notes).
         rank : int, optional
             Fixed rank, or the rank cap with ``tol``.
-        method : {'rsvd', 'aca', 'svd'}
-            Compression of each tile (:mod:`tricov.tlr.compression`).
+        method : {'rsvd', 'aca', 'svd'}, optional
+            Compression of each tile (:mod:`tricov.tlr.compression`). Default: ``'aca'`` for
+            a kernel with a compiled form, else ``'rsvd'``.
         nugget : float
             Added to the diagonal.
         seed : int or numpy.random.Generator, optional
@@ -140,6 +143,8 @@ class TLRMatrix:
         from .sources import KernelSource
 
         src = KernelSource(kernel, points, _tile_size(tile_size), dtype, nugget)
+        if method is None:
+            method = "aca" if src.compiled is not None else "rsvd"
         T = cls(src.n, tile_size, src.dtype, tol=tol, rank=rank, method=method)
         build(T, src, np.random.default_rng(seed), progress)
         return T

@@ -5,6 +5,14 @@ off-diagonal tiles of one tile column (rows ``i0 <= i < i1`` of tile column ``k`
 diagonal) and, for ACA, single rows and columns of one tile. The builders and the TLR Cholesky
 only talk to this interface, so the whole matrix is never formed: a panel holds at most
 ``panel_rows(...)`` rows.
+
+A kernel with a compiled form (a ``compiled()`` method, as :class:`tricov.geostat.Kernel` has:
+it returns ``(fn, p, tab, nugget)``, the address of a block function that writes blocks of
+``kernel(x, x)`` without the nugget, its parameter and table arrays (see
+:mod:`tricov.kernels.numba.tiles`), and what ``kernel(x, x)`` adds on its diagonal) is
+evaluated by compiled parallel loops on NumPy points: tiles are filled in place, and
+:meth:`KernelSource.aca` compresses many tiles at once, in parallel, evaluating only the rows
+and columns it pivots on. Other kernels, and points on a GPU, go through ``kernel(x, y)``.
 """
 
 from __future__ import annotations
@@ -18,8 +26,14 @@ from ._array import SUPPORTED, array_module, symmetrize_lower
 
 __all__ = ["DenseSource", "KernelSource", "TileSource", "panel_chunks"]
 
+Factors = tuple[Any, Any]
+
 #: Largest panel (elements) generated at once; at least one tile is always allowed.
 PANEL_ELEMENTS = 1 << 22
+#: Columns of the output of compiled ACA per tile at first (tiles of higher rank are redone).
+_ACA_ROOM = 64
+#: Rows per range of the compiled tile generation.
+_FILL_ROWS = 16
 
 
 def tile_offsets(n: int, tile_size: int) -> np.ndarray:
@@ -142,6 +156,7 @@ class KernelSource(TileSource):
             raise ValueError(f"points must be 1-D or 2-D (n, d), got shape {tuple(pts.shape)}")
         self.kernel = kernel
         self.points = pts
+        self.compiled = _compiled_form(kernel, pts)
         n = int(pts.shape[0])
         if dtype is None:
             dtype = np.float64
@@ -155,6 +170,8 @@ class KernelSource(TileSource):
         super().__init__(n, tile_size, dtype, nugget)
 
     def _block(self, rows: Any, cols: Any) -> Any:
+        if self.compiled is not None and isinstance(rows, slice) and isinstance(cols, slice):
+            return self._compiled_block(rows, cols)
         x, y = self.points[rows], self.points[cols]
         out = self.kernel(x, y)
         xp = array_module(out) if hasattr(out, "shape") else np
@@ -164,6 +181,114 @@ class KernelSource(TileSource):
                 or not getattr(out.flags, "writeable", True):  # CuPy arrays are writeable
             out = xp.array(out, dtype=self.dtype, order="C")
         return out
+
+    def _compiled_block(self, rows: slice, cols: slice) -> Any:
+        from ..kernels.numba import tiles
+        from ._threads import run_ranges, tile_loops
+
+        fn, p, tab, nugget = self.compiled
+        out = np.empty((rows.stop - rows.start, cols.stop - cols.start))
+        with tile_loops():
+            run_ranges(tiles.fill, out.shape[0], (fn, self._xc, p, tab, rows.start, cols.start,
+                                                  out, nugget if rows == cols else 0.0),
+                       _FILL_ROWS)
+        _check_block(out, out.shape, "kernel")
+        return out if out.dtype == self.dtype else out.astype(self.dtype)
+
+    def _diag_block(self, s: slice) -> Any:
+        if self.compiled is None:
+            return self._block(s, s)
+        from ..kernels.numba import tiles
+        from ._threads import run_ranges, tile_loops
+
+        fn, p, tab, nugget = self.compiled
+        m = s.stop - s.start
+        out = np.zeros((m, m))
+        with tile_loops():  # the lower triangle (the caller mirrors it)
+            run_ranges(tiles.fill_lower, m, (fn, self._xc, p, tab, s.start, out, nugget),
+                       _FILL_ROWS)
+        _check_block(out, out.shape, "kernel")
+        return out if out.dtype == self.dtype else out.astype(self.dtype)
+
+    def aca(self, tiles_ik: np.ndarray, atol: float | None, rank: int | None,
+            seed: int) -> tuple[list[Factors], np.ndarray]:
+        """Compress the tiles ``tiles_ik[b] = (i, k)`` by ACA, in parallel (compiled kernels).
+
+        Parameters
+        ----------
+        tiles_ik : (B, 2) int array
+            Tile positions (any, each once).
+        atol : float or None
+            Absolute Frobenius accuracy of every tile (None: fixed ``rank``).
+        rank : int or None
+            Rank cap (with ``atol``) or fixed rank.
+        seed : int
+            Randomness: with a tile's position, it fixes the tile's result (whatever the other
+            tiles and the threads).
+
+        Returns
+        -------
+        factors : list of (U, V)
+            ``U`` (m, r) with orthonormal columns, ``V`` (n, r), C-ordered, of ``self.dtype``.
+        norms2 : (B,) float64
+            ``||U V^H||_F^2`` of each tile.
+        """
+        from ..kernels.numba import tiles
+        from ..kernels.numba.lapack import addresses
+        from ._threads import run_ranges, tile_loops
+        from .compression import _OVERSAMPLE
+
+        if self.compiled is None:
+            raise ValueError("this kernel has no compiled form")
+        fn, p, tab, _ = self.compiled
+        tiles_ik = np.asarray(tiles_ik, dtype=np.int64).reshape(-1, 2)
+        count = tiles_ik.shape[0]
+        full = self.tile_size
+        steps = full if rank is None else int(rank) + _OVERSAMPLE
+        tol = np.full(count, 0.0 if atol is None else float(atol))
+        norms = np.zeros(count)
+        factors: list[Factors | None] = [None] * count
+        todo = np.arange(count)
+        room = min(full, _ACA_ROOM)
+        while todo.size:
+            sub = tiles_ik[todo]
+            U = np.empty((todo.size, full, room))
+            V = np.empty((todo.size, full, room))
+            ranks = np.zeros(todo.size, dtype=np.int64)
+            norm2 = np.zeros(todo.size)
+            status = np.zeros(todo.size, dtype=np.int64)
+            with tile_loops():
+                run_ranges(tiles.aca_tiles, todo.size, (
+                    fn, self._xc, p, tab, self.offsets, np.ascontiguousarray(sub[:, 0]),
+                    np.ascontiguousarray(sub[:, 1]), tol[todo], steps,
+                    -1 if rank is None else int(rank), int(seed), addresses(), U, V, ranks,
+                    norm2, status))
+            for b, t in enumerate(todo.tolist()):
+                if status[b] == 0:
+                    i, k, r = int(sub[b, 0]), int(sub[b, 1]), int(ranks[b])
+                    m = int(self.offsets[i + 1] - self.offsets[i])
+                    n = int(self.offsets[k + 1] - self.offsets[k])
+                    factors[t] = (np.array(U[b, :m, :r], dtype=self.dtype, order="C"),
+                                  np.array(V[b, :n, :r], dtype=self.dtype, order="C"))
+                    norms[t] = norm2[b]
+            redo = status != 0
+            todo = todo[redo]
+            room = int(ranks[redo].max()) if todo.size else room
+        return factors, norms  # type: ignore[return-value]
+
+    @property
+    def _xc(self) -> np.ndarray:
+        if not hasattr(self, "_x_compiled"):
+            self._x_compiled = np.ascontiguousarray(self.points, dtype=np.float64)
+        return self._x_compiled
+
+
+def _compiled_form(kernel: Any, points: Any) -> tuple[Any, Any, Any, float] | None:
+    """``kernel.compiled()`` if the kernel has one and the points are a NumPy array."""
+    make = getattr(kernel, "compiled", None)
+    if make is None or not isinstance(points, np.ndarray) or points.dtype.kind not in "fiu":
+        return None
+    return make()
 
 
 class DenseSource(TileSource):
