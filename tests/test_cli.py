@@ -302,3 +302,16 @@ def test_python_dash_m_tricov() -> None:
                           text=True, env={"PYTHONPATH": str(src), "PATH": ""}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"tricov {tricov.__version__}"
+
+
+def test_bench_families_run_their_benchmarks(capsys):
+    from tricov.cli import main
+
+    assert main(["bench", "batched-potrf", "batched-posv", "--batch", "16", "--sizes", "3",
+                 "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "potrf" in out and "posv" in out and "copy bandwidth" in out
+    assert main(["bench", "tlr-potrf", "--n", "300", "--tile-size", "100", "--tol", "1e-6",
+                 "--dense", "yes"]) == 0
+    out = capsys.readouterr().out
+    assert "TLR Cholesky" in out and "dense_time" in out

@@ -60,6 +60,27 @@ COMMANDS: list[Command] = [
 ]
 
 
+#: ``tricov bench`` operations that another benchmark runs: the prefix of their names and the
+#: module whose ``main(argv)`` takes them (without the prefix) as ``--ops``, with the rest of
+#: the command line: ``tricov bench batched-potrf --batch 10240 --sizes 8 16``,
+#: ``tricov bench tlr-potrf --n 40000 --tol 1e-8``.
+BENCH_FAMILIES = {"batched-": "tricov.batched.bench", "tlr-": "tricov.tlr.bench"}
+
+
+def _family_bench(argv: Sequence[str]) -> int | None:
+    """Run ``tricov bench FAMILY-OP...`` through its family's benchmark; None if not one."""
+    if len(argv) < 2 or argv[0] != "bench":
+        return None
+    for prefix, module in BENCH_FAMILIES.items():
+        if argv[1].startswith(prefix):
+            k = 1
+            while k < len(argv) and argv[k].startswith(prefix):
+                k += 1
+            ops = [a[len(prefix):] for a in argv[1:k]]
+            return int(importlib.import_module(module).main(["--ops", *ops, *argv[k:]]) or 0)
+    return None
+
+
 def _requested(argv: Sequence[str]) -> str | None:
     """The subcommand named in ``argv`` (the first word that is not an option)."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -95,6 +116,9 @@ def build_parser(argv: Sequence[str] = (), *, configure_all: bool = False
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tricov`` with ``argv`` (default: the process's arguments); the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    family = _family_bench(argv)
+    if family is not None:
+        return family
     args = build_parser(argv).parse_args(argv)
     try:
         return int(args.run(args) or 0)

@@ -91,7 +91,9 @@ def bench(parser: argparse.ArgumentParser) -> Run:
         "examples:\n"
         "  tricov bench trsm\n"
         "  tricov bench trsm trmm --sizes 4096 8192x64 --dtype all --csv out.csv --plot out.png\n"
-        "  tricov bench potrf potri --sizes 1024,2048 --repeat 10\n\n"
+        "  tricov bench potrf potri --sizes 1024,2048 --repeat 10\n"
+        "  tricov bench batched-potrf batched-posv --batch 10240 --sizes 8 16 32 [--device gpu]\n"
+        "  tricov bench tlr-potrf --n 40000 --tol 1e-8\n\n"
         "sizes: MxN for trsm/trmm (B is MxN, A is MxM), NxK for syrk, N for potrf, trtri, lauum,\n"
         "potri, poti, NxNRHS for potrs/posv; a single N means NxN for two-dimensional ops.")
     parser.add_argument("ops", nargs="+", choices=list(CASES), metavar="OP",

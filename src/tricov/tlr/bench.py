@@ -214,3 +214,45 @@ def _run(n: int, tol: float, tile_size: int, nu: float, length: float, nugget: f
     out["speedup"] = None if out["dense_time"] is None else out["dense_time"] / out["time_total"]
     out["memory_ratio"] = out["nbytes"] / out["dense_nbytes"]
     return out
+
+
+def main(argv: Any = None) -> int:
+    """``tricov bench tlr-potrf --n N [N ...] --tol TOL ...``: one :func:`run` per ``n``, a table
+    of its numbers (and ``--json FILE``)."""
+    import argparse
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    p = argparse.ArgumentParser(prog="tricov bench tlr-potrf", description=__doc__.split("\n")[0])
+    p.add_argument("--ops", nargs="+", default=["potrf"], choices=["potrf"])
+    p.add_argument("--n", type=int, nargs="+", default=[20000])
+    p.add_argument("--tol", type=float, default=1e-8)
+    p.add_argument("--tile-size", type=int, default=1000)
+    p.add_argument("--nu", type=float, default=1.5, choices=(0.5, 1.5, 2.5))
+    p.add_argument("--length", type=float, default=0.1)
+    p.add_argument("--nugget", type=float, default=0.0)
+    p.add_argument("--mode", choices=("LL", "DL"), default="LL")
+    p.add_argument("--method", choices=("rsvd", "aca", "svd"), default=None)
+    p.add_argument("--dense", choices=("auto", "yes", "no"), default="auto",
+                   help="time SciPy's dense Cholesky too (auto: where it fits in memory)")
+    p.add_argument("--threads", type=int, default=None, help="BLAS threads")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    dense = {"auto": None, "yes": True, "no": False}[args.dense]
+    rows = [run(n, args.tol, args.tile_size, nu=args.nu, length=args.length,
+                nugget=args.nugget, mode=args.mode, method=args.method, dense=dense,
+                threads=args.threads) for n in args.n]
+    table = Table(title=f"TLR Cholesky, Matérn nu={args.nu}, tol={args.tol:g}")
+    table.add_column("")
+    for r in rows:
+        table.add_column(f"n={r['n']}", justify="right")
+    for key in rows[0]:
+        table.add_row(key, *(f"{r[key]:.4g}" if isinstance(r[key], float) else str(r[key])
+                             for r in rows))
+    Console().print(table)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1, default=str)
+    return 0
