@@ -87,6 +87,13 @@ class DenseEvaluator:
         self._work = None
 
 
+def tlr_tile_size(n: int) -> int:
+    """The default TLR tile size for ``n`` locations (:func:`tricov.tlr.default_tile_size`)."""
+    from ..tlr import default_tile_size
+
+    return default_tile_size(n)
+
+
 def tlr_api() -> tuple[Any, Any]:
     """``(TLRMatrix, potrf)`` from :mod:`tricov.tlr`, or an ImportError that says so."""
     try:
@@ -109,17 +116,19 @@ class TLREvaluator:
     ----------
     x : (n, d) float64 array
     z : (n,) float64 array
-    tile_size : int
+    tile_size : int, optional
+        Default: :func:`tricov.tlr.default_tile_size` of ``n``.
     tol : float
         Compression accuracy passed to ``TLRMatrix.from_kernel``.
     """
 
-    def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int = DEFAULT_TILE,
+    def __init__(self, x: np.ndarray, z: np.ndarray, *, tile_size: int | None = None,
                  tol: float = DEFAULT_TOL) -> None:
         self._api = tlr_api()
         order = morton_order(x)
         self.x, self.z = np.ascontiguousarray(x[order]), np.ascontiguousarray(z[order])
-        self.tile_size, self.tol = tile_size, tol
+        self.tile_size = tlr_tile_size(x.shape[0]) if tile_size is None else int(tile_size)
+        self.tol = tol
 
     def factor(self, kern: Kernel) -> Any:
         """The factored TLR matrix of ``C(x, x)`` (in Morton order)."""
@@ -141,16 +150,17 @@ class TLREvaluator:
 def evaluator(method: str, x: np.ndarray, z: np.ndarray, *, tile_size: int | None = None,
               tol: float = DEFAULT_TOL, workers: int | None = None
               ) -> DenseEvaluator | TLREvaluator:
-    """The likelihood evaluator of ``method`` ("dense" or "tlr") for fixed data."""
-    tile = DEFAULT_TILE if tile_size is None else int(tile_size)
-    if tile < 1:
+    """The likelihood evaluator of ``method`` ("dense" or "tlr") for fixed data; the default
+    tile size is the assembly's (dense) or :func:`tricov.tlr.default_tile_size` (tlr)."""
+    if tile_size is not None and int(tile_size) < 1:
         raise ValueError(f"tile_size must be positive, got {tile_size}")
     if method == "dense":
-        return DenseEvaluator(x, z, tile_size=tile, workers=workers)
+        return DenseEvaluator(x, z, tile_size=DEFAULT_TILE if tile_size is None
+                              else int(tile_size), workers=workers)
     if method == "tlr":
         if not (isinstance(tol, (int, float)) and 0 < tol < 1):
             raise ValueError(f"tol must be in (0, 1), got {tol!r}")
-        return TLREvaluator(x, z, tile_size=tile, tol=float(tol))
+        return TLREvaluator(x, z, tile_size=tile_size, tol=float(tol))
     raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
 
@@ -184,7 +194,8 @@ def loglik(locations: Any, z: Any, params: Sequence[float] | Mapping[str, float]
     tol : float
         TLR compression accuracy.
     tile_size : int, optional
-        Tile size (assembly tiles for dense; TLR tiles for tlr). Default 512.
+        Tile size (assembly tiles for dense, default 512; TLR tiles for tlr, default
+        :func:`tricov.tlr.default_tile_size` of n).
     workers : int, optional
         Assembly threads (dense).
 
