@@ -446,10 +446,17 @@ def table_row(t: np.ndarray, coef: np.ndarray, sub: np.ndarray, consts: np.ndarr
     d2 = np.zeros(n if nf == 2 else 0)
     off = np.empty(n)
     stride = nf * _CHEB
+    bits = t.view(np.int64)
+    mant = np.empty(n, dtype=np.int64)
+    fr = mant.view(np.float64)
+    for e in range(n):
+        # frexp of a positive normal number from its bits: x = f 2^ex, f in [1/2, 1)
+        mant[e] = (bits[e] & 0x000FFFFFFFFFFFFF) | 0x3FE0000000000000
     for e in range(n):
         x = t[e]
         if _SMALL <= x < _TABLE_MAX:
-            f, ex = math.frexp(x)
+            f = fr[e]
+            ex = ((bits[e] >> 52) & 0x7FF) - 1022
             s = (f >= _Q1) + (f >= _Q2) + (f >= _Q3)
             base[e] = ((ex - _E_MIN) * 4 + s) * stride
             u2[e] = 2.0 * (f - sub[0, s]) * sub[1, s]
