@@ -45,9 +45,14 @@ def _compiled_block(kern, x, r0, r1, c0, c1):
 @pytest.mark.parametrize("kern", KERNELS, ids=lambda k: f"{k.family}{k.params}")
 @pytest.mark.parametrize("dim", [1, 2, 3])
 def test_compiled_entries_match_the_kernel(kern, dim):
-    x = RNG.random((70, dim))
-    got = _compiled_block(kern, x, 0, 33, 20, 70)
-    ref = kern(x[:33], x[20:70]) - kern.nugget * np.eye(33, 50, 20)
+    x = RNG.random((150, dim))
+    got = _compiled_block(kern, x, 0, 63, 20, 150)  # 8190 elements: several chunks
+    ref = kern(x[:63], x[20:150])
+    col = np.full((150, 1), np.nan)  # a column, as ACA asks for
+    fn, p, tab, _ = kern.compiled()
+    tiles.fill(fn, x, p, tab, 0, 7, col, 0.0, 0, 150)
+    np.testing.assert_allclose(col[:, 0], kern(x, x[7:8])[:, 0], rtol=16 * EPS,
+                               atol=4 * EPS * kern.sigma2)
     # same operations; NumPy's SIMD exp/pow and libm's may differ by an ulp or two
     np.testing.assert_allclose(got, ref, rtol=16 * EPS, atol=4 * EPS * kern.sigma2)
 

@@ -31,6 +31,7 @@ _EXP, _SQEXP, _POWEXP, _M05, _M15, _M25, _MEXACT, _MTAB1, _MTAB2 = range(9)
 # metric codes (p[1])
 _EUCLID, _GREAT_CIRCLE = range(2)
 _HALF_RAD = math.pi / 360.0
+_CHUNK = 2048  # elements of a general-smoothness Matérn block evaluated at once
 # p = [family, metric, sigma2, beta, nu or alpha, radius, then the 7 offsets of the Matérn
 # arrays coef, sub, consts, temme, steed, up (and their end) in tab]
 _P_SIZE = 13
@@ -127,16 +128,26 @@ def _loops(code: int, metric: int, x: Any, i0: int, i1: int, j0: int, j1: int, s
         sub = tab[o[1]:o[2]].reshape((2, (o[2] - o[1]) // 2))
         temme = tab[o[3]:o[4]].reshape((4, (o[4] - o[3]) // 4))
         steed = tab[o[4]:o[5]].reshape((2, (o[5] - o[4]) // 2))
+        # the block in chunks of its elements (row-major), each evaluated as one 1-D array
+        buf = np.empty(min(rows * cols, _CHUNK))
+        pos = np.empty(buf.shape[0], dtype=np.int64)
+        q = 0
         for a in range(rows):
             for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                if code == _MTAB1:
-                    c = _bessel.table1_at(t, coef, sub, consts, temme, steed, up)
-                elif code == _MTAB2:
-                    c = _bessel.table2_at(t, coef, sub, consts, temme, steed, up)
-                else:
-                    c = _bessel._exact(t, consts, temme, steed, up)
-                _put(out, a * sa + b * sb, c, sigma2)
+                buf[q] = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
+                pos[q] = a * sa + b * sb
+                q += 1
+                if q == buf.shape[0] or (a == rows - 1 and b == cols - 1):
+                    t = buf[:q]
+                    if code == _MEXACT:
+                        for e in range(q):
+                            t[e] = _bessel._exact(t[e], consts, temme, steed, up)
+                    else:
+                        _bessel.table_row(t, coef, sub, consts, temme, steed, up,
+                                          2 if code == _MTAB2 else 1)
+                    for e in range(q):
+                        _put(out, pos[e], t[e], sigma2)
+                    q = 0
 
 
 def _covariance_block(xa: int, n: int, d: int, i0: int, i1: int, j0: int, j1: int, pa: int,

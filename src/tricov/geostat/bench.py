@@ -11,7 +11,8 @@ Cholesky factorization (dense), or compression and TLR factorization (tlr), then
 simulated field (simulated exactly when its dense matrix fits in ``--dense-max`` points, else
 with the TLR factor).
 
-Timings are wall-clock seconds of one run on this machine; ``--json`` writes them to a file.
+Timings are wall-clock seconds of one run on this machine; ``--json`` writes them to a file;
+``--profile`` adds the tricov functions that take the most time (cumulative, from cProfile).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .covariance import covariance, default_workers
 from .distance import euclidean
 from .fit import fit
 from .kernels import matern
-from .likelihood import DEFAULT_TOL, Terms, TLREvaluator
+from .likelihood import DEFAULT_TOL, Terms, TLREvaluator, tlr_tile_size
 from .ordering import jittered_grid, morton_order
 from .simulate import simulate
 
@@ -58,7 +59,27 @@ def parser() -> argparse.ArgumentParser:
                    help="largest n simulated exactly for 'fit' (dense memory 8 n^2 bytes)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="write the timings to this file")
+    p.add_argument("--profile", action="store_true",
+                   help="loglik/fit: also list the tricov functions that take the most time "
+                        "(cProfile, cumulative seconds; compiled kernels are timed in the "
+                        "Python functions that run them)")
     return p
+
+
+def _profile_rows(prof: Any, count: int = 20) -> list[dict[str, Any]]:
+    """The ``count`` tricov functions of a cProfile run with the largest cumulative time."""
+    import pstats
+
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    rows = []
+    for (path, line, name), (_, calls, tottime, cumtime, _) in stats.items():
+        if "tricov" not in path.replace("\\", "/").split("/site-packages/")[-1]:
+            continue
+        module = path.replace("\\", "/").split("tricov/", 1)[-1].removesuffix(".py")
+        rows.append({"function": f"{module.replace('/', '.')}.{name}:{line}", "calls": calls,
+                     "cumulative_s": cumtime, "own_s": tottime})
+    rows.sort(key=lambda r: -r["cumulative_s"])
+    return rows[:count]
 
 
 def _timed(f: Any) -> tuple[Any, float]:
@@ -92,11 +113,14 @@ def _loglik(args: argparse.Namespace) -> dict[str, Any]:
     x = np.ascontiguousarray(x[morton_order(x)])
     z = rng.standard_normal(n)
     k = matern(args.sigma2, args.beta, args.nu)
-    tile = args.tile_size or 512
+    tile = args.tile_size or (512 if args.method == "dense" else tlr_tile_size(n))
     out: dict[str, Any] = {"n": n, "method": args.method, "tile_size": tile}
     # warm-up outside the timings: compiled code loaded, the table of this nu built
     k.prepare()
     dense.potrf(np.asfortranarray(k(x[:64])))
+    if args.method == "tlr":
+        small = min(n, 600)
+        TLREvaluator(x[:small], z[:small], tile_size=max(1, small // 3), tol=args.tol)(k)
     t0 = time.perf_counter()
     if args.method == "dense":
         workers = args.workers or default_workers()
@@ -151,7 +175,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{r['scipy_ns'] / r['tricov_ns']:.1f}x")
         console.print(t)
     else:
+        prof = None
+        if args.profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
         result = _loglik(args) if args.what == "loglik" else _fit(args, console)
+        if prof is not None:
+            prof.disable()
         t = Table(title=f"{args.what} (n={result['n']}, {args.method})")
         t.add_column("")
         t.add_column("value", justify="right")
@@ -160,6 +192,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else str(value)
             t.add_row(key, shown)
         console.print(t)
+        if prof is not None:
+            result["profile"] = _profile_rows(prof)
+            pt = Table(title="where the time goes (tricov functions, cumulative)")
+            for col in ("function", "calls", "cumulative s", "own s"):
+                pt.add_column(col, justify="left" if col == "function" else "right")
+            for r in result["profile"]:
+                pt.add_row(r["function"], str(r["calls"]), f"{r['cumulative_s']:.3f}",
+                           f"{r['own_s']:.3f}")
+            console.print(pt)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"what": args.what, **result}, fh, indent=2, default=str)

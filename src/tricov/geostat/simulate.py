@@ -13,7 +13,7 @@ from . import _checks
 from .covariance import DEFAULT_TILE, covariance
 from .distance import EARTH_RADIUS_KM
 from .kernels import Kernel, make_kernel
-from .likelihood import DEFAULT_TOL, tlr_api
+from .likelihood import DEFAULT_TOL, tlr_api, tlr_tile_size
 from .ordering import jittered_grid, morton_order
 
 __all__ = ["simulate"]
@@ -23,7 +23,7 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
              kernel: str | Kernel = "matern", dim: int = 2, seed: Any = None,
              locations: Any = None, nugget: float = 0.0, metric: str = "euclidean",
              radius: float = EARTH_RADIUS_KM, method: str = "dense", tol: float = DEFAULT_TOL,
-             tile_size: int = DEFAULT_TILE, workers: int | None = None
+             tile_size: int | None = None, workers: int | None = None
              ) -> tuple[np.ndarray, np.ndarray]:
     """Draw a Gaussian random field with a Cholesky factor of its covariance, reproducibly.
 
@@ -55,7 +55,8 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
     tol : float
         TLR accuracy.
     tile_size, workers
-        Tile size (assembly, or TLR tiles) and assembly threads.
+        Tile size (assembly, default 512, or TLR tiles, default
+        :func:`tricov.tlr.default_tile_size`) and assembly threads.
 
     Returns
     -------
@@ -87,10 +88,12 @@ def simulate(n: int | None, params: Sequence[float] | Mapping[str, float] | None
             raise ValueError(f"n = {n} but locations holds {x.shape[0]} points")
         _checks.no_duplicates(x, kern.nugget)
     if method == "tlr":
-        return x, _draw_tlr(kern, x, rng, tol, tile_size)
+        return x, _draw_tlr(kern, x, rng, tol, tlr_tile_size(x.shape[0]) if tile_size is None
+                            else tile_size)
     if method != "dense":
         raise ValueError(f"method must be 'dense' or 'tlr', got {method!r}")
-    chol = covariance(kern, x, lower=True, tile_size=tile_size, workers=workers)
+    chol = covariance(kern, x, lower=True, tile_size=DEFAULT_TILE if tile_size is None
+                      else tile_size, workers=workers)
     try:
         dense.potrf(chol)
     except NotPositiveDefiniteError as exc:

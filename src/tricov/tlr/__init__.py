@@ -24,7 +24,7 @@ from .cholesky import potrf, potrf_from_dense, potrf_from_kernel
 from .compression import METHODS, compress
 from .gemm import gemm
 from .lowrank import LowRank
-from .matrix import TLRMatrix
+from .matrix import TLRMatrix, default_tile_size
 from .ordering import morton_order
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "LowRank",
     "TLRMatrix",
     "compress",
+    "default_tile_size",
     "gemm",
     "morton_order",
     "potrf",

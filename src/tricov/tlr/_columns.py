@@ -29,6 +29,8 @@ __all__ = ["left_looking", "usable"]
 
 #: Elements of dense Schur tiles generated at once (mode DL).
 DENSE_CHUNK = 1 << 24
+#: Samples beyond a tile's expected rank in the first block of the range finder.
+OVERSAMPLE = 10
 #: Room for the factors of a new tile beyond twice its expected rank (tiles that need more
 #: are compressed again with the room they need).
 ROOM = 32
@@ -139,7 +141,7 @@ class _Factor:
 
         nk = int(self.sizes[k])
         count = tiles.size
-        pmax = min(nk, int(hints.max()) + 10 + _EXTRA)
+        pmax = min(nk, max(int(hints.max()) + OVERSAMPLE, 16) + _EXTRA)
         Z = rng.standard_normal((nk, pmax))
         G = np.asfortranarray(self.UT[k][:self.ru[k]] @ Z)
         for b, i in enumerate(tiles.tolist()):
@@ -162,7 +164,8 @@ class _Factor:
                 BV if sel is None or dense_base else _typed_list([BV[b] for b in sel]),
                 BD if sel is None or not dense_base else np.ascontiguousarray(BD[sel]),
                 self.UT, self.ru, self.rk, self.uoff, self.voff, vk, PT, Z, G,
-                np.ascontiguousarray(hints[todo]), atol, -1 if rank is None else int(rank),
+                np.ascontiguousarray(hints[todo]), OVERSAMPLE, atol,
+                -1 if rank is None else int(rank),
                 seed, lapack.addresses(), vbuf, vstart[:-1].copy(),
                 np.ascontiguousarray(vroom[todo]), r, st, rounds))
             for a, b in enumerate(todo.tolist()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,21 @@ from .compression import check_accuracy, check_method
 from .lowrank import LowRank
 from .sources import tile_offsets
 
-__all__ = ["TLRMatrix"]
+__all__ = ["TLRMatrix", "default_tile_size"]
+
+
+def default_tile_size(n: int) -> int:
+    """A good tile size for an ``n x n`` covariance matrix on the CPU: ``3.2 sqrt(n)`` rounded to
+    a multiple of 64, within [256, 2048].
+
+    Larger tiles mean fewer tiles and larger products but higher ranks near the diagonal; the
+    rule follows measurements of construction plus factorization of Matérn matrices of 2-D
+    points at tol 1e-8..1e-9 on 2 cores (best near 448 at n = 20000, 704..1024 at 50000, 1024
+    at 100000).
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    return int(min(2048, max(256, 64 * round(3.2 * math.sqrt(n) / 64))))
 
 
 class TLRMatrix:

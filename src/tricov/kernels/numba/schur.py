@@ -217,15 +217,15 @@ def _adjoint(b: int, i: int, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UTi
 @njit(nogil=True, cache=True)
 def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV: Any, BD: Any,
               UTi: Any, Ri: int, WT: Any, rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any,
-              Z: Any, G: Any, hint: int, atol: float, rank: int, seed: np.uint64,
-              fns: Any) -> tuple[Any, Any, int]:
+              Z: Any, G: Any, hint: int, oversample: int, atol: float, rank: int,
+              seed: np.uint64, fns: Any) -> tuple[Any, Any, int]:
     """Adaptive randomized compression of ``S_ik``: ``(Q y, B^T y, rounds)`` truncated to
     ``atol`` (Frobenius) and ``rank`` (< 0: no cap)."""
     full = min(mi, nk)
     cap = full if rank < 0 else min(full, rank + 10)
     Q = np.zeros((mi, 0))
     state = seed
-    p = min(max(hint + 10, _MIN_BLOCK), Z.shape[1])
+    p = min(max(hint + oversample, _MIN_BLOCK), Z.shape[1])
     est = 0.0
     rounds = 0
     while True:
@@ -279,8 +279,9 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
 @njit(nogil=True, cache=True)
 def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: Any, ru: Any,
                 rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, Z: Any, G: Any, hints: Any,
-                atol: float, rank: int, seed: int, fns: Any, vbuf: Any, vstart: Any,
-                vroom: Any, ranks: Any, status: Any, rounds: Any, b0: int, b1: int) -> None:
+                oversample: int, atol: float, rank: int, seed: int, fns: Any, vbuf: Any,
+                vstart: Any, vroom: Any, ranks: Any, status: Any, rounds: Any, b0: int,
+                b1: int) -> None:
     """Compress the Schur-complement tiles ``(tiles[b], k)``, ``b0 <= b < b1``.
 
     Parameters
@@ -296,8 +297,8 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
     Z, G : (n_k, p) and (R_k, p) float64
         First block of samples shared by the tiles and ``W^T Z``.
     hints : int64 (B,)
-        Expected ranks (the first block of tile ``b`` has ``hints[b] + 10`` columns, plus 16
-        for the error estimate, at most ``p``).
+        Expected ranks: the first block of tile ``b`` has ``hints[b] + oversample`` columns
+        (at least 16), plus 16 for the error estimate, at most ``p``.
     atol : float
         Absolute Frobenius accuracy per tile. ``rank`` caps the rank (< 0: none).
     seed : int
@@ -320,7 +321,7 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
         st = np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2)
         st, _ = _next(st)
         U, V, nr = _compress(b, i, k, mi, nk, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff,
-                             vk, PT, Z, G, hints[b], atol, rank, st, fns)
+                             vk, PT, Z, G, hints[b], oversample, atol, rank, st, fns)
         r = U.shape[1]
         ranks[b] = r
         rounds[b] = nr
