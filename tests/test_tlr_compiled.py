@@ -258,6 +258,12 @@ def test_lapack_wrappers(shape):
     u, s, vt = lapack.svd(a, fns)
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=32 * EPS)
     np.testing.assert_allclose((u * s) @ vt, a, atol=64 * EPS)
+    s2, vt2 = lapack.svd_right(a, fns)
+    np.testing.assert_allclose(s2, s, atol=32 * EPS)
+    np.testing.assert_allclose(vt2 @ vt2.T, np.eye(k), atol=32 * EPS)
+    av = a @ vt2.T  # columns s_i u_i: orthogonal, of norms s
+    np.testing.assert_allclose(av.T @ av, np.diag(s2 ** 2), atol=64 * EPS * max(1.0, s.max(
+        initial=0)) ** 2)
     g = a.T @ a
     w, v = lapack.eigh(g, fns)
     np.testing.assert_allclose(w, np.linalg.eigvalsh(g), atol=64 * EPS * max(1.0, w.max(initial=0)))
@@ -269,6 +275,7 @@ def test_lapack_wrappers_nan_in_nan_out():
     a = RNG.standard_normal((6, 4))
     a[2, 1] = np.nan
     assert np.isnan(lapack.svd(a, fns)[1]).all()
+    assert np.isnan(lapack.svd_right(a, fns)[0]).all()
     assert np.isnan(lapack.eigh(a.T @ a, fns)[0]).all()
 
 

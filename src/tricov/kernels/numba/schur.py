@@ -263,7 +263,8 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
     Q = np.ascontiguousarray(Q)
     BT = _adjoint(b, i, k, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff, vk, PT, Q)
     R = lapack.qr_r(BT, fns)           # B^T = Qb R, B = R^T Qb^T: B's left singular vectors
-    y, s, _ = lapack.svd(R.T, fns)
+    s, yt = lapack.svd_right(R, fns)   # are R's right ones: R = x s y^T
+    y = yt.T
     budget2 = max(atol * atol - est * est, 0.0)
     r = s.shape[0]
     tail = 0.0
