@@ -202,6 +202,12 @@ def test_compiled_factorization_ll_and_dl(tol):
     _check_factor(D, tol, 1)
 
 
+def test_compiled_dl_one_tile_per_panel(monkeypatch):
+    monkeypatch.setattr(_columns, "DENSE_CHUNK", 1)
+    D = potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-9, seed=3)
+    _check_factor(D, 1e-9, 1)
+
+
 def test_compiled_factorization_threads_and_retries(threads, monkeypatch):
     def factor():
         T = TLRMatrix.from_kernel(KERN, X, tile_size=NB, tol=1e-8, seed=0)
@@ -213,8 +219,11 @@ def test_compiled_factorization_threads_and_retries(threads, monkeypatch):
     two = factor()
     # row blocks of the SYRK and TRSM follow the threads: equal up to rounding
     assert np.linalg.norm(one - two) <= 1e-12 * np.linalg.norm(one)
+    dl = potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-8, seed=2).to_dense()
     monkeypatch.setattr(_columns, "ROOM", -10**6)  # every tile's factors redone with room
     np.testing.assert_array_equal(factor(), two)
+    np.testing.assert_array_equal(potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-8,
+                                                    seed=2).to_dense(), dl)
 
 
 def test_compiled_factorization_rank_cap_and_zero_tiles():
