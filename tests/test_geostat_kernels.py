@@ -367,3 +367,30 @@ def test_large_blocks_fill_in_parallel_identically(monkeypatch: pytest.MonkeyPat
         assert a.flags.c_contiguous == b.flags.c_contiguous
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(np.diag(parallel[0]), 1.4, rtol=4 * EPS)
+
+
+# ---------------------------------------------------------------- element-parallel forms
+
+
+@pytest.mark.parametrize("nu", [0.3, 0.51, 1.7, 2.5001, 3.7, 7.2])
+def test_table_row_matches_the_element_path(nu: float) -> None:
+    t = np.concatenate([np.exp(RNG.uniform(np.log(1e-40), np.log(700.0), 5000)),
+                        [0.0, 2.0 ** -101, 2.0 ** -99, 511.9, 512.0, 600.0, np.inf, np.nan]])
+    mode, tab = _bessel.tables(nu)
+    got = t.copy()
+    _bessel.table_row(got, *tab, mode)
+    ref = _bessel.matern_scaled(t, nu)  # the per-element table loops
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=4 * EPS, atol=0)
+
+
+def test_exp_neg_within_an_ulp_of_libm() -> None:
+    t = np.concatenate([RNG.uniform(0, 50, 20000), RNG.uniform(700, 760, 500),
+                        [0.0, 1e-300, 708.0, 708.5, 745.0, 746.0, np.inf, np.nan]])
+    got = np.empty_like(t)
+    _bessel.exp_neg(t, got)
+    ref = np.exp(-t)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    assert np.all(np.abs(got[ok] - ref[ok]) <= np.spacing(ref[ok]))

@@ -202,6 +202,12 @@ def test_compiled_factorization_ll_and_dl(tol):
     _check_factor(D, tol, 1)
 
 
+def test_compiled_dl_one_tile_per_panel(monkeypatch):
+    monkeypatch.setattr(_columns, "DENSE_CHUNK", 1)
+    D = potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-9, seed=3)
+    _check_factor(D, 1e-9, 1)
+
+
 def test_compiled_factorization_threads_and_retries(threads, monkeypatch):
     def factor():
         T = TLRMatrix.from_kernel(KERN, X, tile_size=NB, tol=1e-8, seed=0)
@@ -213,8 +219,11 @@ def test_compiled_factorization_threads_and_retries(threads, monkeypatch):
     two = factor()
     # row blocks of the SYRK and TRSM follow the threads: equal up to rounding
     assert np.linalg.norm(one - two) <= 1e-12 * np.linalg.norm(one)
+    dl = potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-8, seed=2).to_dense()
     monkeypatch.setattr(_columns, "ROOM", -10**6)  # every tile's factors redone with room
     np.testing.assert_array_equal(factor(), two)
+    np.testing.assert_array_equal(potrf_from_kernel(KERN, X, tile_size=NB, tol=1e-8,
+                                                    seed=2).to_dense(), dl)
 
 
 def test_compiled_factorization_rank_cap_and_zero_tiles():
@@ -258,6 +267,12 @@ def test_lapack_wrappers(shape):
     u, s, vt = lapack.svd(a, fns)
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=32 * EPS)
     np.testing.assert_allclose((u * s) @ vt, a, atol=64 * EPS)
+    s2, vt2 = lapack.svd_right(a, fns)
+    np.testing.assert_allclose(s2, s, atol=32 * EPS)
+    np.testing.assert_allclose(vt2 @ vt2.T, np.eye(k), atol=32 * EPS)
+    av = a @ vt2.T  # columns s_i u_i: orthogonal, of norms s
+    np.testing.assert_allclose(av.T @ av, np.diag(s2 ** 2), atol=64 * EPS * max(1.0, s.max(
+        initial=0)) ** 2)
     g = a.T @ a
     w, v = lapack.eigh(g, fns)
     np.testing.assert_allclose(w, np.linalg.eigvalsh(g), atol=64 * EPS * max(1.0, w.max(initial=0)))
@@ -269,6 +284,7 @@ def test_lapack_wrappers_nan_in_nan_out():
     a = RNG.standard_normal((6, 4))
     a[2, 1] = np.nan
     assert np.isnan(lapack.svd(a, fns)[1]).all()
+    assert np.isnan(lapack.svd_right(a, fns)[0]).all()
     assert np.isnan(lapack.eigh(a.T @ a, fns)[0]).all()
 
 

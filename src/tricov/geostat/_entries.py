@@ -31,7 +31,7 @@ _EXP, _SQEXP, _POWEXP, _M05, _M15, _M25, _MEXACT, _MTAB1, _MTAB2 = range(9)
 # metric codes (p[1])
 _EUCLID, _GREAT_CIRCLE = range(2)
 _HALF_RAD = math.pi / 360.0
-_CHUNK = 2048  # elements of a general-smoothness Matérn block evaluated at once
+_CHUNK = 2048  # elements of a block whose correlations are evaluated at once
 # p = [family, metric, sigma2, beta, nu or alpha, radius, then the 7 offsets of the Matérn
 # arrays coef, sub, consts, temme, steed, up (and their end) in tab]
 _P_SIZE = 13
@@ -86,68 +86,70 @@ def _scaled(metric: int, x: Any, i: int, j: int, beta: float, radius: float) -> 
     return _great_circle(x, i, j, radius) / beta
 
 
-@njit(nogil=True, inline="always")
-def _put(out: Any, k: int, c: float, sigma2: float) -> None:
-    out[k] = c * sigma2 if sigma2 != 1.0 else c
+@njit(nogil=True, cache=True)
+def _correlate(code: int, t: Any, third: float, tab: Any, o: Any, work: Any) -> None:
+    """``t <- C(t) / sigma2`` for a 1-D array of scaled distances, by family."""
+    if code == _M05 or code == _EXP:
+        _bessel.exp_neg(t, work)
+        t[:] = work
+    elif code == _M15:
+        _bessel.exp_neg(t, work)
+        for e in range(t.shape[0]):
+            t[e] = (t[e] + 1.0) * work[e]
+    elif code == _M25:
+        _bessel.exp_neg(t, work)
+        for e in range(t.shape[0]):
+            t[e] = (t[e] * (t[e] * (1.0 / 3.0) + 1.0) + 1.0) * work[e]
+    elif code == _SQEXP:
+        for e in range(t.shape[0]):
+            t[e] = t[e] * t[e] * 0.5
+        _bessel.exp_neg(t, work)
+        t[:] = work
+    elif code == _POWEXP:
+        for e in range(t.shape[0]):
+            t[e] = t[e] ** third
+        _bessel.exp_neg(t, work)
+        t[:] = work
+    else:
+        coef, consts, up = tab[o[0]:o[1]], tab[o[2]:o[3]], tab[o[5]:o[6]]
+        sub = tab[o[1]:o[2]].reshape((2, (o[2] - o[1]) // 2))
+        temme = tab[o[3]:o[4]].reshape((4, (o[4] - o[3]) // 4))
+        steed = tab[o[4]:o[5]].reshape((2, (o[5] - o[4]) // 2))
+        if code == _MEXACT:
+            for e in range(t.shape[0]):
+                t[e] = _bessel._exact(t[e], consts, temme, steed, up)
+        else:
+            _bessel.table_row(t, coef, sub, consts, temme, steed, up,
+                              2 if code == _MTAB2 else 1)
 
 
 @njit(nogil=True, inline="always")
 def _loops(code: int, metric: int, x: Any, i0: int, i1: int, j0: int, j1: int, sigma2: float,
            beta: float, third: float, radius: float, tab: Any, o: Any, out: Any, sa: int,
            sb: int) -> None:
-    """The element loops, one copy per family (each holds only its own correlation code)."""
+    """The block in chunks of its elements (row-major): scaled distances into a buffer, the
+    correlation of the whole chunk (:func:`_correlate`: loops without calls, vectorized), then
+    ``sigma2`` times it into place."""
     rows, cols = i1 - i0, j1 - j0
-    if code == _M05 or code == _EXP:
-        for a in range(rows):
-            for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                _put(out, a * sa + b * sb, math.exp(-t), sigma2)
-    elif code == _M15:
-        for a in range(rows):
-            for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                _put(out, a * sa + b * sb, (t + 1.0) * math.exp(-t), sigma2)
-    elif code == _M25:
-        for a in range(rows):
-            for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                _put(out, a * sa + b * sb, (t * (t * (1.0 / 3.0) + 1.0) + 1.0) * math.exp(-t),
-                     sigma2)
-    elif code == _SQEXP:
-        for a in range(rows):
-            for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                _put(out, a * sa + b * sb, math.exp(t * t * -0.5), sigma2)
-    elif code == _POWEXP:
-        for a in range(rows):
-            for b in range(cols):
-                t = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                _put(out, a * sa + b * sb, math.exp(-(t ** third)), sigma2)
-    else:
-        coef, consts, up = tab[o[0]:o[1]], tab[o[2]:o[3]], tab[o[5]:o[6]]
-        sub = tab[o[1]:o[2]].reshape((2, (o[2] - o[1]) // 2))
-        temme = tab[o[3]:o[4]].reshape((4, (o[4] - o[3]) // 4))
-        steed = tab[o[4]:o[5]].reshape((2, (o[5] - o[4]) // 2))
-        # the block in chunks of its elements (row-major), each evaluated as one 1-D array
-        buf = np.empty(min(rows * cols, _CHUNK))
-        pos = np.empty(buf.shape[0], dtype=np.int64)
-        q = 0
-        for a in range(rows):
-            for b in range(cols):
-                buf[q] = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
-                pos[q] = a * sa + b * sb
-                q += 1
-                if q == buf.shape[0] or (a == rows - 1 and b == cols - 1):
-                    t = buf[:q]
-                    if code == _MEXACT:
-                        for e in range(q):
-                            t[e] = _bessel._exact(t[e], consts, temme, steed, up)
-                    else:
-                        _bessel.table_row(t, coef, sub, consts, temme, steed, up,
-                                          2 if code == _MTAB2 else 1)
+    size = min(rows * cols, _CHUNK)
+    buf = np.empty(size)
+    work = np.empty(size)
+    pos = np.empty(size, dtype=np.int64)
+    q = 0
+    for a in range(rows):
+        for b in range(cols):
+            buf[q] = _scaled(metric, x, i0 + a, j0 + b, beta, radius)
+            pos[q] = a * sa + b * sb
+            q += 1
+            if q == size or (a == rows - 1 and b == cols - 1):
+                _correlate(code, buf[:q], third, tab, o, work[:q])
+                if sigma2 != 1.0:
                     for e in range(q):
-                        _put(out, pos[e], t[e], sigma2)
-                    q = 0
+                        out[pos[e]] = buf[e] * sigma2
+                else:
+                    for e in range(q):
+                        out[pos[e]] = buf[e]
+                q = 0
 
 
 def _covariance_block(xa: int, n: int, d: int, i0: int, i1: int, j0: int, j1: int, pa: int,

@@ -143,7 +143,7 @@ class _Factor:
         count = tiles.size
         pmax = min(nk, max(int(hints.max()) + OVERSAMPLE, 16) + _EXTRA)
         Z = rng.standard_normal((nk, pmax))
-        G = np.asfortranarray(self.UT[k][:self.ru[k]] @ Z)
+        G = self.UT[k][:self.ru[k]] @ Z
         for b, i in enumerate(tiles.tolist()):
             _grow(self.UT, i, int(self.ru[i]) + 2 * int(hints[b]) + ROOM)
         vroom = np.maximum(np.minimum(2 * hints + ROOM, nk), 0).astype(np.int64)

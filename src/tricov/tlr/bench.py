@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .cholesky import potrf, potrf_from_kernel
-from .matrix import TLRMatrix
+from .matrix import TLRMatrix, default_tile_size
 from .ordering import morton_order
 
 __all__ = ["accuracy", "jittered_points", "matern_kernel", "run"]
@@ -95,7 +95,7 @@ def accuracy(T: TLRMatrix, kernel: Callable[[Any, Any], Any], pts: np.ndarray, n
     return float(np.linalg.norm(AW - LLW) / math.sqrt(samples) / anorm)
 
 
-def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
+def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 1.5,
         length: float = 0.1, nugget: float = 0.0, dim: int = 2, mode: str = "LL",
         algorithm: str = "left", method: str | None = None, dense: bool | None = None,
         accuracy_samples: int = 10, threads: int | None = None, seed: Any = 0,
@@ -105,7 +105,7 @@ def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
     Parameters
     ----------
     n, tol, tile_size
-        Matrix order, TLR accuracy, tile size.
+        Matrix order, TLR accuracy, tile size (default :func:`~tricov.tlr.default_tile_size`).
     nu, length, nugget, dim
         Matérn smoothness (0.5, 1.5, 2.5), range, diagonal nugget, dimension of the points.
     mode : {'LL', 'DL'}
@@ -158,12 +158,13 @@ def run(n: int, tol: float = 1e-8, tile_size: int = 1000, *, nu: float = 1.5,
     return out
 
 
-def _run(n: int, tol: float, tile_size: int, nu: float, length: float, nugget: float, dim: int,
-         mode: str, algorithm: str, method: str | None, dense: bool | None,
-         accuracy_samples: int,
-         seed: Any, progress: bool) -> dict[str, Any]:
+def _run(n: int, tol: float, tile_size: int | None, nu: float, length: float, nugget: float,
+         dim: int, mode: str, algorithm: str, method: str | None, dense: bool | None,
+         accuracy_samples: int, seed: Any, progress: bool) -> dict[str, Any]:
     pts = jittered_points(n, dim, seed)
     kernel = matern_kernel(nu, length)
+    if tile_size is None:
+        tile_size = default_tile_size(n)
     out: dict[str, Any] = {"n": n, "tol": tol, "tile_size": tile_size, "mode": mode,
                            "algorithm": algorithm if mode == "LL" else "left",
                            "method": None,

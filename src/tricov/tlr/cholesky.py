@@ -33,6 +33,14 @@ Two modes:
     tall-skinny Householder QRs (LAPACK runs them at a fraction of GEMM speed) make it about
     twice as slow as the left-looking one, which recompresses each tile once.
 
+On the CPU (float64 NumPy tiles, with a tolerance) the left-looking algorithm of both modes
+runs on compiled kernels (:mod:`tricov.tlr._columns`, :mod:`tricov.kernels.numba.schur`): the
+factor is kept as packed tile rows of ``U`` and tile columns of ``V``, so that the update of
+a tile is applied as ``U_i (Pblk_i (W^T Z))`` with the small blocks ``V_ij^T V_kj`` of one
+product per column, and the tiles of a column are compressed in parallel
+(``numba.get_num_threads()`` threads, BLAS on one thread each). Other dtypes, CuPy arrays, the
+fixed-rank mode and ``method='svd'`` take the array-module path described above.
+
 Accuracy. Let ``tau = tol * anorm / ntiles`` (see :class:`~tricov.tlr.TLRMatrix`). Each
 compression or recompression changes one tile of the current Schur complement by at most its
 truncation bound in Frobenius norm, and a change of the Schur complement is a change of the

@@ -7,7 +7,8 @@ callers stay cacheable. Every result is a new Fortran-ordered array.
 
 - :func:`qr_r`: the R factor of a Householder QR (``dgeqrf``), no Q;
 - :func:`qr_q`: the orthonormal factor Q (``dgeqrf`` then ``dorgqr``), :func:`qr` both;
-- :func:`svd`: thin SVD (``dgesdd``); :func:`eigh`: symmetric eigendecomposition (``dsyev``).
+- :func:`svd`: thin SVD (``dgesdd``); :func:`svd_right`: singular values and right singular
+  vectors only (``dgesvd``); :func:`eigh`: symmetric eigendecomposition (``dsyev``).
 
 A routine that fails (``info != 0``: NaN input, no convergence) leaves NaN in its results.
 """
@@ -24,10 +25,10 @@ from numba.extending import intrinsic
 
 from .calls import address
 
-__all__ = ["addresses", "eigh", "qr", "qr_q", "qr_r", "svd"]
+__all__ = ["addresses", "eigh", "qr", "qr_q", "qr_r", "svd", "svd_right"]
 
-_ROUTINES = ("dgeqrf", "dorgqr", "dgesdd", "dsyev")
-_GEQRF, _ORGQR, _GESDD, _SYEV = range(4)
+_ROUTINES = ("dgeqrf", "dorgqr", "dgesdd", "dsyev", "dgesvd")
+_GEQRF, _ORGQR, _GESDD, _SYEV, _GESVD = range(5)
 
 
 @functools.cache
@@ -176,6 +177,36 @@ def svd(a: Any, fns: Any) -> tuple[Any, Any, Any]:
         u[:, :] = np.nan
         vt[:, :] = np.nan
     return u, s, vt
+
+
+@njit(nogil=True, cache=True)
+def svd_right(a: Any, fns: Any) -> tuple[Any, Any]:
+    """Singular values ``s`` (k,) descending and right singular vectors ``vt`` (k, n) of ``a``
+    (m, n), ``k = min(m, n)``; the left ones are not computed."""
+    m, n = a.shape
+    k = min(m, n)
+    f = _fcopy(a)
+    s = np.empty(k)
+    vt = np.empty((n, k)).T
+    lwork = 5 * (m + n) + 64 * max(n, 1)
+    work = np.empty(lwork)
+    dummy = np.empty(1)
+    ints = np.array([m, n, max(m, 1), 1, max(k, 1), lwork, 0], dtype=np.int32)
+    jobs = np.array([ord("N"), ord("S")], dtype=np.uint8)
+    d = _at(ints)
+    jb = _at(jobs)
+    argv = np.array([jb, jb + 1, d, d + 4, _at(f), d + 8, _at(s), _at(dummy), d + 12, _at(vt),
+                     d + 16, _at(work), d + 20, d + 24])
+    if k:
+        _fcall(fns[_GESVD], argv, 14)
+    _keep(f)
+    _keep(work)
+    _keep(dummy)
+    _keep(jobs)
+    if ints[6] != 0:
+        s[:] = np.nan
+        vt[:, :] = np.nan
+    return s, vt
 
 
 @njit(nogil=True, cache=True)

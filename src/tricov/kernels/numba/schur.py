@@ -137,13 +137,12 @@ def diag_roots(UTk: Any, uk: Any, rkk: Any, PT: Any, XT: Any, fns: Any, j0: int,
 
 
 # ---------------------------------------------------------------------------- one tile
-@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+@njit(nogil=True, cache=True)
 def _apply_blocks(i: int, k: int, rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, G: Any,
-                  Ri: int) -> Any:
-    """``Pblk_i G`` (R_i, p): block ``j`` is ``P_ij G_j`` with ``G_j`` the rows of ``G`` of
-    tile ``(k, j)`` (F-ordered result)."""
-    p = G.shape[1]
-    T = np.zeros((p, Ri)).T
+                  q: int, Ri: int) -> Any:
+    """``Pblk_i G[:, :q]`` (R_i, q): block ``j`` is ``P_ij G_j``, ``G_j`` the rows of ``G`` of
+    tile ``(k, j)`` (row-major, the sample columns innermost)."""
+    T = np.zeros((Ri, q))
     for j in range(k):
         rij, rkj = rk[i, j], rk[k, j]
         if rij == 0 or rkj == 0:
@@ -151,19 +150,21 @@ def _apply_blocks(i: int, k: int, rk: Any, uoff: Any, voff: Any, vk: Any, PT: An
         a0 = voff[j, i] - vk[j]
         u0, g0 = uoff[i, j], uoff[k, j]
         P = PT[j]
-        for c in range(p):
+        for a in range(rij):
+            t = T[u0 + a]
             for b in range(rkj):
-                g = G[g0 + b, c]
-                for a in range(rij):
-                    T[u0 + a, c] += P[b, a0 + a] * g
+                coef = P[b, a0 + a]
+                g = G[g0 + b]
+                for c in range(q):
+                    t[c] += coef * g[c]
     return T
 
 
-@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-def _adjoint_blocks(i: int, k: int, rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, ET: Any,
+@njit(nogil=True, cache=True)
+def _adjoint_blocks(i: int, k: int, rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, E: Any,
                     Rk: int) -> Any:
-    """``Pblk_i^T E`` (R_k, w) from ``ET = E^T`` (w, R_i)."""
-    w = ET.shape[0]
+    """``Pblk_i^T E`` (R_k, w) for ``E`` (R_i, w) (row-major, the columns innermost)."""
+    w = E.shape[1]
     F = np.zeros((Rk, w))
     for j in range(k):
         rij, rkj = rk[i, j], rk[k, j]
@@ -173,18 +174,19 @@ def _adjoint_blocks(i: int, k: int, rk: Any, uoff: Any, voff: Any, vk: Any, PT: 
         u0, g0 = uoff[i, j], uoff[k, j]
         P = PT[j]
         for b in range(rkj):
-            for c in range(w):
-                s = 0.0
-                for a in range(rij):
-                    s += P[b, a0 + a] * ET[c, u0 + a]
-                F[g0 + b, c] = s
+            f = F[g0 + b]
+            for a in range(rij):
+                coef = P[b, a0 + a]
+                e = E[u0 + a]
+                for c in range(w):
+                    f[c] += coef * e[c]
     return F
 
 
 @njit(nogil=True, cache=True)
 def _sample(b: int, i: int, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UTi: Any, Ri: int,
             rk: Any, uoff: Any, voff: Any, vk: Any, PT: Any, Z: Any, G: Any) -> Any:
-    """``S_ik Z`` given ``G = W^T Z``."""
+    """``S_ik Z`` given ``G``, whose first columns are ``W^T Z``."""
     if dense:
         Y = BD[b] @ Z
     elif BU[b].shape[1]:
@@ -192,7 +194,7 @@ def _sample(b: int, i: int, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UTi:
     else:
         Y = np.zeros((BU[b].shape[0], Z.shape[1]))
     if Ri:
-        T = _apply_blocks(i, k, rk, uoff, voff, vk, PT, G, Ri)
+        T = _apply_blocks(i, k, rk, uoff, voff, vk, PT, G, Z.shape[1], Ri)
         Y -= UTi[:Ri].T @ T
     return Y
 
@@ -208,8 +210,8 @@ def _adjoint(b: int, i: int, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UTi
     else:
         BT = np.zeros((BV[b].shape[0], Q.shape[1]))
     if Ri:
-        ET = Q.T @ UTi[:Ri].T
-        F = _adjoint_blocks(i, k, rk, uoff, voff, vk, PT, ET, WT.shape[0])
+        E = UTi[:Ri] @ Q
+        F = _adjoint_blocks(i, k, rk, uoff, voff, vk, PT, E, WT.shape[0])
         BT -= WT.T @ F
     return BT
 
@@ -236,13 +238,11 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
         main, extra = (room, 0) if p + _EXTRA >= room else (p, _EXTRA)
         if rounds == 0 and main + extra <= Z.shape[1]:
             Y = _sample(b, i, k, dense, BU, BV, BD, UTi, Ri, rk, uoff, voff, vk, PT,
-                        np.ascontiguousarray(Z[:, :main + extra]),
-                        np.asfortranarray(G[:, :main + extra]))
+                        np.ascontiguousarray(Z[:, :main + extra]), G)
         else:
             state, Zr = _gaussian(state, nk, main + extra)
-            Gr = (Zr.T @ WT.T).T if WT.shape[0] else np.zeros((0, main + extra))
             Y = _sample(b, i, k, dense, BU, BV, BD, UTi, Ri, rk, uoff, voff, vk, PT, Zr,
-                        np.asfortranarray(Gr))
+                        WT @ Zr)
         rounds += 1
         Q = _extend(Q, _project(np.ascontiguousarray(Y[:, :main]), Q), fns)
         if extra == 0:
@@ -263,7 +263,8 @@ def _compress(b: int, i: int, k: int, mi: int, nk: int, dense: bool, BU: Any, BV
     Q = np.ascontiguousarray(Q)
     BT = _adjoint(b, i, k, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff, vk, PT, Q)
     R = lapack.qr_r(BT, fns)           # B^T = Qb R, B = R^T Qb^T: B's left singular vectors
-    y, s, _ = lapack.svd(R.T, fns)
+    s, yt = lapack.svd_right(R, fns)   # are R's right ones: R = x s y^T
+    y = yt.T
     budget2 = max(atol * atol - est * est, 0.0)
     r = s.shape[0]
     tail = 0.0
@@ -294,7 +295,7 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
         The factor so far (module notes); ``ru[i]`` rows of ``UT[i]`` are in use (``R_i``).
     vk : int64 (k,)
         ``voff[j, k]``, where the blocks ``PT[j]`` (:func:`gram_blocks`) start.
-    Z, G : (n_k, p) and (R_k, p) float64
+    Z, G : (n_k, p) and (R_k, p) float64, C-ordered
         First block of samples shared by the tiles and ``W^T Z``.
     hints : int64 (B,)
         Expected ranks: the first block of tile ``b`` has ``hints[b] + oversample`` columns

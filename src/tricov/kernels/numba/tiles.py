@@ -332,7 +332,7 @@ def _recompress(Ut: Any, Vt: Any, k: int, budget: float, rank: int, fns: Any,
         return 0, 0.0
     qu, ru = lapack.qr(Ut[:k].T, fns)
     M = np.ascontiguousarray(Vt[:k].T) @ ru.T
-    _, s, xt = lapack.svd(lapack.qr_r(M, fns), fns)
+    s, xt = lapack.svd_right(lapack.qr_r(M, fns), fns)
     r = s.shape[0]
     tail = 0.0
     b2 = budget * budget
