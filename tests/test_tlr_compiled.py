@@ -264,10 +264,8 @@ def test_lapack_wrappers(shape):
     np.testing.assert_array_equal(r, np.triu(r))
     np.testing.assert_array_equal(lapack.qr_r(a, fns), r)
     np.testing.assert_array_equal(lapack.qr_q(a, fns), q)
-    u, s, vt = lapack.svd(a, fns)
-    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=32 * EPS)
-    np.testing.assert_allclose((u * s) @ vt, a, atol=64 * EPS)
     s2, vt2 = lapack.svd_right(a, fns)
+    s = np.linalg.svd(a, compute_uv=False)
     np.testing.assert_allclose(s2, s, atol=32 * EPS)
     np.testing.assert_allclose(vt2 @ vt2.T, np.eye(k), atol=32 * EPS)
     av = a @ vt2.T  # columns s_i u_i: orthogonal, of norms s
@@ -283,7 +281,6 @@ def test_lapack_wrappers_nan_in_nan_out():
     fns = lapack.addresses()
     a = RNG.standard_normal((6, 4))
     a[2, 1] = np.nan
-    assert np.isnan(lapack.svd(a, fns)[1]).all()
     assert np.isnan(lapack.svd_right(a, fns)[0]).all()
     assert np.isnan(lapack.eigh(a.T @ a, fns)[0]).all()
 

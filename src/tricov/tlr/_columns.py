@@ -6,9 +6,10 @@ The float64 NumPy path of :func:`tricov.tlr.potrf` (mode LL) and of
 randomized range finder, through products only), the storage and the loops are those of
 :mod:`tricov.kernels.numba.schur`: the factor is kept as packed rows ``UT[i]`` and columns
 ``VT[j]`` of transposed factors, so that every product is a GEMM over a whole tile row or
-column and the tiles of a column are compressed in parallel. Large products shared by a
-column (``W^T Z``, the diagonal update, the triangular solve) use BLAS's threads; the per-tile
-loops use Numba's threads with BLAS on one thread (:func:`tricov.tlr._threads.tile_loops`).
+column and the tiles of a column are compressed in parallel. The whole factorization runs
+with BLAS on one thread (:func:`tricov.tlr._threads.tile_loops`); the threads are ours: ranges
+of tiles for the compiled kernels, row blocks for the diagonal update (:func:`syrk_lower`) and
+the triangular solve of a column's ``V`` factors (:func:`trsm_rows`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ OVERSAMPLE = 10
 #: Room for the factors of a new tile beyond twice its expected rank (tiles that need more
 #: are compressed again with the room they need).
 ROOM = 32
-_FIRST_HINT = 22
-_EXTRA = 16
+_FIRST_HINT = 22   # expected rank of the tiles of the first column (mode DL)
+_EXTRA = 16        # error-estimate columns of the range finder (as in the kernel)
 
 
 def _split(n: int, parts: int, triangle: bool = False) -> list[tuple[int, int]]:

@@ -7,8 +7,8 @@ callers stay cacheable. Every result is a new Fortran-ordered array.
 
 - :func:`qr_r`: the R factor of a Householder QR (``dgeqrf``), no Q;
 - :func:`qr_q`: the orthonormal factor Q (``dgeqrf`` then ``dorgqr``), :func:`qr` both;
-- :func:`svd`: thin SVD (``dgesdd``); :func:`svd_right`: singular values and right singular
-  vectors only (``dgesvd``); :func:`eigh`: symmetric eigendecomposition (``dsyev``).
+- :func:`svd_right`: singular values and right singular vectors (``dgesvd``, the left ones
+  not computed); :func:`eigh`: symmetric eigendecomposition (``dsyev``).
 
 A routine that fails (``info != 0``: NaN input, no convergence) leaves NaN in its results.
 """
@@ -25,10 +25,10 @@ from numba.extending import intrinsic
 
 from .calls import address
 
-__all__ = ["addresses", "eigh", "qr", "qr_q", "qr_r", "svd", "svd_right"]
+__all__ = ["addresses", "eigh", "qr", "qr_q", "qr_r", "svd_right"]
 
-_ROUTINES = ("dgeqrf", "dorgqr", "dgesdd", "dsyev", "dgesvd")
-_GEQRF, _ORGQR, _GESDD, _SYEV, _GESVD = range(5)
+_ROUTINES = ("dgeqrf", "dorgqr", "dsyev", "dgesvd")
+_GEQRF, _ORGQR, _SYEV, _GESVD = range(4)
 
 
 @functools.cache
@@ -147,36 +147,6 @@ def _orthonormal(f: Any, tau: Any, info: int, fns: Any) -> Any:
     if info != 0 or ints[5] != 0:
         q[:, :] = np.nan
     return q
-
-
-@njit(nogil=True, cache=True)
-def svd(a: Any, fns: Any) -> tuple[Any, Any, Any]:
-    """Thin SVD ``a = u diag(s) vt``: u (m, k), s (k,) descending, vt (k, n), k = min(m, n)."""
-    m, n = a.shape
-    k = min(m, n)
-    f = _fcopy(a)
-    s = np.empty(k)
-    u = np.empty((k, m)).T
-    vt = np.empty((n, k)).T
-    lwork = 4 * k * k + 7 * k + max(m, n) + 64
-    work = np.empty(lwork)
-    iwork = np.empty(max(8 * k, 1), dtype=np.int32)
-    ints = np.array([m, n, max(m, 1), max(m, 1), max(k, 1), lwork, 0], dtype=np.int32)
-    jobz = np.array([ord("S")], dtype=np.uint8)
-    d = _at(ints)
-    argv = np.array([_at(jobz), d, d + 4, _at(f), d + 8, _at(s), _at(u), d + 12, _at(vt),
-                     d + 16, _at(work), d + 20, _at(iwork), d + 24])
-    if k:
-        _fcall(fns[_GESDD], argv, 14)
-    _keep(f)
-    _keep(work)
-    _keep(iwork)
-    _keep(jobz)
-    if ints[6] != 0:
-        s[:] = np.nan
-        u[:, :] = np.nan
-        vt[:, :] = np.nan
-    return u, s, vt
 
 
 @njit(nogil=True, cache=True)

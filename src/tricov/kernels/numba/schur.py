@@ -14,16 +14,16 @@ Column ``k``. Tile ``(i, k)`` of the Schur complement is
 ``U_i = UT[i][:R_i]^T`` and ``Pblk_i`` block diagonal with blocks ``P_ij = V_ij^T V_kj``, which
 :func:`gram_blocks` computes for all ``i >= k`` at once per ``j`` (one product per ``j``: the
 ``V`` factors below ``(k, j)`` are consecutive). :func:`schur_tiles` compresses each ``S_ik``
-(threads take ranges of tiles: every function here releases the GIL) by the adaptive randomized
-range finder of
-:mod:`tricov.tlr.compression`, touching ``S_ik`` only through
+(threads take ranges of tiles: every function here releases the GIL) by the adaptive
+randomized range finder of :mod:`tricov.tlr.compression`, touching ``S_ik`` only through
 
     ``S_ik Z = A_ik Z - U_i (Pblk_i (W^T Z))``,   ``S_ik^T Q = A_ik^T Q - W (Pblk_i^T (U_i^T Q))``,
 
 where ``W^T Z`` is shared by the tiles of the column for the first block of samples, and
 ``A_ik`` is the low-rank tile ``U V^T`` of the compressed matrix or a dense tile. Each product
 is two GEMMs of width ``R`` (the rank sums) and the small block-diagonal ``Pblk``: about
-``3 nb R p`` flops per tile with ``p`` samples, never ``nb^2``. The final factors come from
+``3 nb R p`` flops per tile with ``p`` samples (with a low-rank ``A_ik``, nothing of order
+``nb^2``). The final factors come from
 an R-only QR of ``B^T = S^T Q`` and an SVD of its small triangle: ``U = Q y``, ``V = B^T y``.
 
 Every random block after the first is drawn per tile from a SplitMix64 stream seeded by the
@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from . import lapack
-from .tiles import _MIX1, _MIX2, _next
+from .tiles import next_random, tile_stream
 
 __all__ = ["OVERFLOW", "diag_roots", "gram_blocks", "schur_tiles"]
 
@@ -49,16 +49,14 @@ _EXTRA = 16        # columns of the error estimate, per round
 _MIN_BLOCK = 16    # smallest block of a later round
 
 
-
-
 @njit(nogil=True, cache=True)
 def _gaussian(state: np.uint64, rows: int, cols: int) -> tuple[np.uint64, Any]:
     """A (rows, cols) block of standard normal numbers (Box-Muller on SplitMix64)."""
     out = np.empty((rows, cols))
     flat = out.reshape(-1)
     for t in range(0, flat.size, 2):
-        state, z1 = _next(state)
-        state, z2 = _next(state)
+        state, z1 = next_random(state)
+        state, z2 = next_random(state)
         u1 = (float(z1 >> np.uint64(11)) + 1.0) * (1.0 / 9007199254740992.0)
         u2 = float(z2 >> np.uint64(11)) * (1.0 / 9007199254740992.0)
         rad = math.sqrt(-2.0 * math.log(u1))
@@ -319,8 +317,7 @@ def schur_tiles(tiles: Any, k: int, dense: bool, BU: Any, BV: Any, BD: Any, UT: 
         UTi = UT[i]
         Ri = ru[i]
         mi = UTi.shape[1]
-        st = np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2)
-        st, _ = _next(st)
+        st = tile_stream(seed, i, k)
         U, V, nr = _compress(b, i, k, mi, nk, dense, BU, BV, BD, UTi, Ri, WT, rk, uoff, voff,
                              vk, PT, Z, G, hints[b], oversample, atol, rank, st, fns)
         r = U.shape[1]

@@ -36,7 +36,8 @@ from numba.extending import intrinsic
 
 from . import lapack
 
-__all__ = ["BLOCK_SIGNATURE", "OVERFLOW", "aca_tiles", "as_pointer", "fill", "fill_lower"]
+__all__ = ["BLOCK_SIGNATURE", "OVERFLOW", "aca_tiles", "as_pointer", "fill", "fill_lower",
+           "next_random", "tile_stream"]
 
 #: Signature of a block function (see the module notes).
 BLOCK_SIGNATURE = types.void(*([types.int64] * 14))
@@ -117,7 +118,7 @@ def fill_lower(fn: int, x: Any, p: Any, tab: Any, r0: int, out: Any, diag: float
 
 # ---------------------------------------------------------------------------- randomness
 @njit(nogil=True, inline="always")
-def _next(state: np.uint64) -> tuple[np.uint64, np.uint64]:
+def next_random(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     """SplitMix64: the next state and a 64-bit output."""
     state = state + _GAMMA
     z = state
@@ -127,9 +128,16 @@ def _next(state: np.uint64) -> tuple[np.uint64, np.uint64]:
 
 
 @njit(nogil=True, inline="always")
+def tile_stream(seed: int, i: int, k: int) -> np.uint64:
+    """The first state of the random stream of tile ``(i, k)`` under ``seed`` (>= 0)."""
+    state, _ = next_random(np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2))
+    return state
+
+
+@njit(nogil=True, inline="always")
 def _below(state: np.uint64, n: int) -> tuple[np.uint64, int]:
     """A uniform integer in ``[0, n)``."""
-    state, z = _next(state)
+    state, z = next_random(state)
     u = float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
     return state, min(int(u * n), n - 1)
 
@@ -382,8 +390,7 @@ def aca_tiles(fn: int, x: Any, p: Any, tab: Any, offsets: Any, ti: Any, tk: Any,
     for b in range(b0, b1):
         i, k = ti[b], tk[b]
         r0, r1, c0, c1 = offsets[i], offsets[i + 1], offsets[k], offsets[k + 1]
-        state = np.uint64(seed) ^ (np.uint64(i) * _MIX1 + np.uint64(k) * _MIX2)
-        state, _ = _next(state)
+        state = tile_stream(seed, i, k)
         Ut, Vt, kk, est = _aca_one(fn, x, p, tab, r0, r1, c0, c1, atol[b],
                                    min(steps, min(r1 - r0, c1 - c0)), state)
         # residual and truncation add (not orthogonal); the residual taken as twice its estimate
