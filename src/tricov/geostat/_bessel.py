@@ -440,13 +440,13 @@ def exp_neg(t: np.ndarray, out: np.ndarray) -> None:
     ``x = k ln2 + r`` with ``|r| <= ln2 / 2`` (``ln 2`` split in two so that ``r`` is exact),
     ``exp(r)`` by its Taylor polynomial to degree 13 (the remainder is below 5e-18), times
     ``2^k`` written into the exponent bits: no call in the loop, which the compiler vectorizes.
-    Arguments beyond ``-708`` (subnormal or zero results) and NaN go through libm.
+    Arguments beyond ``+-708`` (subnormal, zero or huge results) and NaN go through libm.
     """
     n = t.shape[0]
     kbits = np.empty(n, dtype=np.int64)
     scale = kbits.view(np.float64)
     for e in range(n):
-        x = max(-t[e], _EXP_MIN)
+        x = min(max(-t[e], _EXP_MIN), -_EXP_MIN)
         kf = math.floor(x * _LOG2E + 0.5)
         r = (x - kf * _LN2_HI) - kf * _LN2_LO
         p = 1.0 / 6227020800.0
@@ -467,7 +467,7 @@ def exp_neg(t: np.ndarray, out: np.ndarray) -> None:
     for e in range(n):
         out[e] *= scale[e]
     for e in range(n):
-        if not -t[e] >= _EXP_MIN:
+        if not _EXP_MIN <= -t[e] <= -_EXP_MIN:
             out[e] = math.exp(-t[e])
 
 
