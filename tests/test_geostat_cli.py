@@ -112,3 +112,22 @@ def test_bench_runs(tmp_path: Path) -> None:
     assert result["n"] == 300 and result["potrf_s"] > 0 and math.isfinite(result["loglik"])
     assert bench.main(["fit", "--n", "120", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["evaluations"] > 1
+
+
+def test_bench_peers_agree(tmp_path: Path) -> None:
+    """The peers compute the same log-likelihood on the same data."""
+    pytest.importorskip("sklearn")
+    out = tmp_path / "b.json"
+    assert bench.main(["loglik", "--n", "400", "--nu", "1.3", "--peer", "sklearn",
+                       "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["peer"] == "sklearn" and r["peer_total_s"] > 0
+    assert r["speedup"] == pytest.approx(r["peer_total_s"] / r["total_s"])
+    assert r["loglik_rel_diff"] < 1e-10
+    if _tlr_available():
+        assert bench.main(["loglik", "--n", "600", "--method", "tlr", "--tol", "1e-10",
+                           "--tile-size", "150", "--peer", "dense", "--json", str(out)]) == 0
+        r = json.loads(out.read_text())
+        assert r["peer"] == "dense" and r["loglik_rel_diff"] < 1e-6
+    with pytest.raises(SystemExit, match="method tlr"):
+        bench.main(["loglik", "--n", "50", "--peer", "dense"])

@@ -11,13 +11,14 @@ from tricov.tlr import bench, potrf_from_kernel
 KEYS = {"n", "tol", "tile_size", "mode", "algorithm", "method", "kernel", "time_compress",
         "time_factor", "time_total", "max_rank", "mean_rank", "nbytes", "nbytes_matrix",
         "accuracy", "accuracy_samples", "dense_time", "dense_generate_time", "dense_nbytes",
-        "speedup", "memory_ratio", "blas_threads"}
+        "speedup", "memory_ratio", "blas_threads", "dense_impl", "dense_threads"}
 
 
-@pytest.mark.parametrize("mode", ["DL", "LL"])
-def test_run_reports_everything(mode):
-    r = bench.run(700, 1e-8, 150, mode=mode, dense=True)
+@pytest.mark.parametrize("mode,impl", [("DL", "scipy"), ("LL", "tricov")])
+def test_run_reports_everything(mode, impl):
+    r = bench.run(700, 1e-8, 150, mode=mode, dense=True, dense_impl=impl, dense_threads=1)
     assert set(r) == KEYS
+    assert r["dense_impl"] == impl and r["dense_threads"] == 1
     assert r["n"] == 700 and r["tile_size"] == 150 and r["mode"] == mode
     assert 0 < r["max_rank"] <= 150 and 0 < r["mean_rank"] <= r["max_rank"]
     assert r["dense_nbytes"] == 700 * 700 * 8
@@ -31,6 +32,11 @@ def test_run_reports_everything(mode):
         assert r["time_compress"] > 0 and r["nbytes_matrix"] > 0
     else:
         assert r["time_compress"] is None and r["nbytes_matrix"] is None
+
+
+def test_run_rejects_unknown_dense_impl():
+    with pytest.raises(ValueError, match="dense_impl"):
+        bench.run(100, 1e-8, 50, dense=True, dense_impl="numpy")
 
 
 def test_accuracy_estimate_matches_the_exact_error():

@@ -3,9 +3,13 @@
 ``python -m tricov.geostat.bench kernel``: nanoseconds per Matérn element, tricov against
 SciPy's ``kv`` formula, on one tile of scaled distances.
 
-``python -m tricov.geostat.bench loglik --n 20000 [--method dense|tlr]``: one log-likelihood at
-random observations (the cost does not depend on them), split into its stages: assembly and
-Cholesky factorization (dense), or compression and TLR factorization (tlr), then the solve.
+``python -m tricov.geostat.bench loglik --n 20000 [--method dense|tlr] [--peer sklearn|dense]``:
+one log-likelihood at random observations (the cost does not depend on them), split into its
+stages: assembly and Cholesky factorization (dense), or compression and TLR factorization
+(tlr), then the solve. ``--peer`` computes the same log-likelihood on the same data in the same
+run by scikit-learn's ``GaussianProcessRegressor`` (``log_marginal_likelihood_value_`` of a
+fit without optimizer) or by tricov's dense path (for ``--method tlr``, where the dense matrix
+fits), and reports its time, the speed-up and the relative difference of the two values.
 
 ``python -m tricov.geostat.bench fit --n 50000 --method tlr``: a full maximum-likelihood fit of a
 simulated field (simulated exactly when its dense matrix fits in ``--dense-max`` points, else
@@ -57,6 +61,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="assembly threads")
     p.add_argument("--dense-max", type=int, default=20000,
                    help="largest n simulated exactly for 'fit' (dense memory 8 n^2 bytes)")
+    p.add_argument("--peer", choices=("none", "sklearn", "dense"), default="none",
+                   help="loglik: also time scikit-learn or tricov's dense path on the same data")
+    p.add_argument("--peer-threads", type=int, default=1,
+                   help="BLAS threads of the sklearn peer (default 1: the OpenBLAS 0.3.30 that "
+                        "SciPy 1.16 ships crashes in dpotrf for n >= 20000 on two threads)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="write the timings to this file")
     p.add_argument("--profile", action="store_true",
@@ -113,38 +122,87 @@ def _loglik(args: argparse.Namespace) -> dict[str, Any]:
     x = np.ascontiguousarray(x[morton_order(x)])
     z = rng.standard_normal(n)
     k = matern(args.sigma2, args.beta, args.nu)
-    tile = args.tile_size or (512 if args.method == "dense" else tlr_tile_size(n))
-    out: dict[str, Any] = {"n": n, "method": args.method, "tile_size": tile}
+    out: dict[str, Any] = {"n": n, "method": args.method}
     # warm-up outside the timings: compiled code loaded, the table of this nu built
     k.prepare()
     dense.potrf(np.asfortranarray(k(x[:64])))
     if args.method == "tlr":
         small = min(n, 600)
         TLREvaluator(x[:small], z[:small], tile_size=max(1, small // 3), tol=args.tol)(k)
-    t0 = time.perf_counter()
-    if args.method == "dense":
-        workers = args.workers or default_workers()
-        c, out["assembly_s"] = _timed(lambda: covariance(k, x, lower=True, tile_size=tile,
-                                                        workers=workers))
-        _, out["potrf_s"] = _timed(lambda: dense.potrf(c))
-        w = np.array(z, order="F").reshape(-1, 1)
-        _, out["solve_s"] = _timed(lambda: dense.trsm(c, w))
-        terms = Terms(float(w[:, 0] @ w[:, 0]),
-                      2.0 * float(np.sum(np.log(np.diagonal(c)))), n)
-        out["workers"] = workers
-        out["potrf_gflops"] = n**3 / 3 / out["potrf_s"] / 1e9
+        out.update(_tlr_loglik(k, x, z, args.tile_size or tlr_tile_size(n), args.tol))
     else:
-        ev = TLREvaluator(x, z, tile_size=tile, tol=args.tol)
-        tlr_matrix, tlr_potrf = ev._api
-        mat, out["compress_s"] = _timed(lambda: tlr_matrix.from_kernel(
-            k, ev.x, tile_size=tile, tol=args.tol))
-        _, out["potrf_s"] = _timed(lambda: tlr_potrf(mat))
-        sol, out["solve_s"] = _timed(lambda: np.asarray(mat.solve(ev.z)).reshape(-1))
-        terms = Terms(float(ev.z @ sol), float(mat.logdet()), n)
-        out["tol"] = args.tol
+        out.update(_dense_loglik(k, x, z, args.tile_size or 512, args.workers))
+    if args.peer == "sklearn":
+        peer = _sklearn_loglik(x, z, args.sigma2, args.beta, args.nu, args.peer_threads)
+    elif args.peer == "dense" and args.method == "tlr":
+        peer = _dense_loglik(k, x, z, 512, args.workers)
+    elif args.peer == "dense":
+        raise SystemExit("--peer dense compares the TLR path with the dense one: add --method tlr")
+    else:
+        return out
+    out["peer"] = args.peer
+    out["peer_total_s"], out["peer_loglik"] = peer["total_s"], peer["loglik"]
+    out["speedup"] = peer["total_s"] / out["total_s"]
+    out["loglik_rel_diff"] = abs(out["loglik"] - peer["loglik"]) / abs(peer["loglik"])
+    return out
+
+
+def _dense_loglik(k: Any, x: np.ndarray, z: np.ndarray, tile: int,
+                  workers: int | None) -> dict[str, Any]:
+    """tricov's dense path, stage by stage: assembly, potrf, one triangular solve."""
+    n = len(z)
+    workers = workers or default_workers()
+    out: dict[str, Any] = {"tile_size": tile, "workers": workers}
+    t0 = time.perf_counter()
+    c, out["assembly_s"] = _timed(lambda: covariance(k, x, lower=True, tile_size=tile,
+                                                    workers=workers))
+    _, out["potrf_s"] = _timed(lambda: dense.potrf(c))
+    w = np.array(z, order="F").reshape(-1, 1)
+    _, out["solve_s"] = _timed(lambda: dense.trsm(c, w))
+    terms = Terms(float(w[:, 0] @ w[:, 0]), 2.0 * float(np.sum(np.log(np.diagonal(c)))), n)
+    out["potrf_gflops"] = n**3 / 3 / out["potrf_s"] / 1e9
     out["total_s"] = time.perf_counter() - t0
     out["loglik"] = terms.loglik()
     return out
+
+
+def _tlr_loglik(k: Any, x: np.ndarray, z: np.ndarray, tile: int, tol: float) -> dict[str, Any]:
+    """The TLR path, stage by stage: compression, TLR potrf, the solve and the logdet."""
+    out: dict[str, Any] = {"tile_size": tile, "tol": tol}
+    t0 = time.perf_counter()
+    ev = TLREvaluator(x, z, tile_size=tile, tol=tol)
+    tlr_matrix, tlr_potrf = ev._api
+    mat, out["compress_s"] = _timed(lambda: tlr_matrix.from_kernel(k, ev.x, tile_size=tile,
+                                                                   tol=tol))
+    _, out["potrf_s"] = _timed(lambda: tlr_potrf(mat))
+    sol, out["solve_s"] = _timed(lambda: np.asarray(mat.solve(ev.z)).reshape(-1))
+    terms = Terms(float(ev.z @ sol), float(mat.logdet()), len(z))
+    out["total_s"] = time.perf_counter() - t0
+    out["loglik"] = terms.loglik()
+    return out
+
+
+def _sklearn_loglik(x: np.ndarray, z: np.ndarray, sigma2: float, beta: float, nu: float,
+                    threads: int | None) -> dict[str, Any]:
+    """scikit-learn's log marginal likelihood of the same Matérn model (no optimizer).
+
+    sklearn's ``Matern(length_scale=l, nu)`` is a function of ``sqrt(2 nu) d / l``, so
+    ``l = sqrt(2 nu) beta``; ``ConstantKernel`` carries ``sigma2``; its ``alpha`` (added to the
+    diagonal) is set to the smallest positive double, no nugget.
+    """
+    try:
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import ConstantKernel, Matern
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SystemExit("--peer sklearn needs scikit-learn (pip install scikit-learn)") from exc
+    from threadpoolctl import threadpool_limits
+
+    kernel = ConstantKernel(sigma2, "fixed") * Matern(math.sqrt(2 * nu) * beta, "fixed", nu)
+    gp = GaussianProcessRegressor(kernel, alpha=5e-324, optimizer=None, normalize_y=False,
+                                  copy_X_train=False)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        _, t = _timed(lambda: gp.fit(x, z))
+    return {"total_s": t, "loglik": float(gp.log_marginal_likelihood_value_)}
 
 
 def _fit(args: argparse.Namespace, console: Console) -> dict[str, Any]:

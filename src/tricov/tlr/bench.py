@@ -2,8 +2,9 @@
 
 :func:`run` builds ``n`` points (a jittered grid, Morton-ordered), compresses and factors the
 Matérn covariance matrix with TLR, estimates the achieved accuracy ``||A - L L^H||_F / ||A||_F``
-without forming A, and, where the dense matrix fits in memory, times SciPy's dense Cholesky on
-the same matrix. ``tricov bench tlr-potrf`` calls it.
+without forming A, and, where the dense matrix fits in memory, times a dense Cholesky (SciPy's
+LAPACK, or tricov's own :func:`tricov.potrf`) on the same matrix. ``tricov bench tlr-potrf``
+calls it.
 """
 
 from __future__ import annotations
@@ -98,9 +99,10 @@ def accuracy(T: TLRMatrix, kernel: Callable[[Any, Any], Any], pts: np.ndarray, n
 def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 1.5,
         length: float = 0.1, nugget: float = 0.0, dim: int = 2, mode: str = "LL",
         algorithm: str = "left", method: str | None = None, dense: bool | None = None,
+        dense_impl: str = "scipy", dense_threads: int | None = None,
         accuracy_samples: int = 10, threads: int | None = None, seed: Any = 0,
         progress: bool = False) -> dict[str, Any]:
-    """Time TLR compression + Cholesky of a Matérn matrix; compare with SciPy's dense Cholesky.
+    """Time TLR compression + Cholesky of a Matérn matrix; compare with a dense Cholesky.
 
     Parameters
     ----------
@@ -118,8 +120,14 @@ def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 
     method : {'rsvd', 'aca', 'svd'}, optional
         Tile compression; default: ACA for LL (the kernel is compiled), 'rsvd' for DL.
     dense : bool, optional
-        Run the dense SciPy Cholesky; default: if the matrix takes less than 70% of the
-        available memory.
+        Run the dense Cholesky; default: if the matrix takes less than 70% of the available
+        memory.
+    dense_impl : {'scipy', 'tricov'}
+        The dense Cholesky: ``scipy.linalg.cholesky`` (LAPACK ``dpotrf`` of the OpenBLAS that
+        SciPy ships) or :func:`tricov.potrf`, both in place on the same F-ordered matrix.
+    dense_threads : int, optional
+        BLAS threads of the dense Cholesky only; default: as ``threads``. (SciPy 1.16's
+        OpenBLAS 0.3.30 crashes in ``dpotrf`` for n >= 20000 on two threads; one thread works.)
     accuracy_samples : int
         Gaussian vectors of the accuracy estimate (0 skips it: it costs one kernel pass).
     threads : int, optional
@@ -134,7 +142,7 @@ def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 
         where compression happens inside the factorization), ``time_factor, time_total,
         max_rank, mean_rank, nbytes`` (the factor), ``nbytes_matrix`` (LL: the compressed A),
         ``accuracy`` (estimated ``||A - L L^H||_F / ||A||_F``), ``accuracy_samples``,
-        ``dense_time`` (``scipy.linalg.cholesky``, in place), ``dense_generate_time``,
+        ``dense_impl``, ``dense_threads``, ``dense_time`` (in place), ``dense_generate_time``,
         ``dense_nbytes`` (``n^2`` elements), ``speedup`` (``dense_time / time_total``),
         ``memory_ratio`` (``nbytes / dense_nbytes``), ``blas_threads`` (the most threads of any
         BLAS library). Entries that were not measured are None. Timings are wall-clock seconds.
@@ -147,11 +155,14 @@ def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 
     """
     if mode not in ("DL", "LL"):
         raise ValueError(f"mode must be 'DL' or 'LL', got {mode!r}")
+    if dense_impl not in ("scipy", "tricov"):
+        raise ValueError(f"dense_impl must be 'scipy' or 'tricov', got {dense_impl!r}")
     import scipy.linalg  # noqa: F401 - load SciPy's BLAS now, so that the limit reaches it
     from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=threads, user_api="blas"):
         out = _run(n, tol, tile_size, nu, length, nugget, dim, mode, algorithm, method, dense,
+                   dense_impl, threads if dense_threads is None else dense_threads,
                    accuracy_samples, seed, progress)
         out["blas_threads"] = max((p["num_threads"] for p in threadpool_info()
                                    if p.get("user_api") == "blas"), default=None)
@@ -160,7 +171,8 @@ def run(n: int, tol: float = 1e-8, tile_size: int | None = None, *, nu: float = 
 
 def _run(n: int, tol: float, tile_size: int | None, nu: float, length: float, nugget: float,
          dim: int, mode: str, algorithm: str, method: str | None, dense: bool | None,
-         accuracy_samples: int, seed: Any, progress: bool) -> dict[str, Any]:
+         dense_impl: str, dense_threads: int | None, accuracy_samples: int, seed: Any,
+         progress: bool) -> dict[str, Any]:
     pts = jittered_points(n, dim, seed)
     kernel = matern_kernel(nu, length)
     if tile_size is None:
@@ -197,24 +209,39 @@ def _run(n: int, tol: float, tile_size: int | None, nu: float, length: float, nu
     if dense is None:
         dense = out["dense_nbytes"] < 0.7 * _available_bytes()
     out["dense_time"] = out["dense_generate_time"] = None
+    out["dense_impl"], out["dense_threads"] = (dense_impl, dense_threads) if dense else (None, None)
     if dense:
-        import scipy.linalg
-
-        t0 = time.perf_counter()
-        A = np.empty((n, n))
-        step = max(1, (1 << 22) // max(1, n))
-        for r0 in range(0, n, step):
-            A[r0:r0 + step] = kernel(pts[r0:r0 + step], pts)
-        A[np.diag_indices(n)] += nugget
-        t1 = time.perf_counter()
-        # A is symmetric: A.T is the F-ordered view SciPy factors in place without a copy.
-        scipy.linalg.cholesky(A.T, lower=True, overwrite_a=True, check_finite=False)
-        t2 = time.perf_counter()
-        del A
-        out["dense_generate_time"], out["dense_time"] = t1 - t0, t2 - t1
+        out["dense_generate_time"], out["dense_time"] = _dense_cholesky(
+            kernel, pts, nugget, dense_impl, dense_threads)
     out["speedup"] = None if out["dense_time"] is None else out["dense_time"] / out["time_total"]
     out["memory_ratio"] = out["nbytes"] / out["dense_nbytes"]
     return out
+
+
+def _dense_cholesky(kernel: Callable, pts: np.ndarray, nugget: float, impl: str,
+                    threads: int | None) -> tuple[float, float]:
+    """Generate the dense matrix and factor it in place; (generation, factorization) seconds."""
+    import scipy.linalg
+    from threadpoolctl import threadpool_limits
+
+    from ..dense import potrf as dense_potrf
+
+    n = len(pts)
+    t0 = time.perf_counter()
+    A = np.empty((n, n))
+    step = max(1, (1 << 22) // max(1, n))
+    for r0 in range(0, n, step):
+        A[r0:r0 + step] = kernel(pts[r0:r0 + step], pts)
+    A[np.diag_indices(n)] += nugget
+    t1 = time.perf_counter()
+    # A is symmetric: A.T is the F-ordered view that both factor in place without a copy.
+    with threadpool_limits(limits=threads, user_api="blas"):
+        if impl == "scipy":
+            scipy.linalg.cholesky(A.T, lower=True, overwrite_a=True, check_finite=False)
+        else:
+            dense_potrf(A.T, uplo="L")
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
 
 
 def main(argv: Any = None) -> int:
@@ -230,20 +257,26 @@ def main(argv: Any = None) -> int:
     p.add_argument("--ops", nargs="+", default=["potrf"], choices=["potrf"])
     p.add_argument("--n", type=int, nargs="+", default=[20000])
     p.add_argument("--tol", type=float, default=1e-8)
-    p.add_argument("--tile-size", type=int, default=1000)
+    p.add_argument("--tile-size", type=int, default=None,
+                   help="default: tricov.tlr.default_tile_size(n)")
     p.add_argument("--nu", type=float, default=1.5, choices=(0.5, 1.5, 2.5))
     p.add_argument("--length", type=float, default=0.1)
     p.add_argument("--nugget", type=float, default=0.0)
     p.add_argument("--mode", choices=("LL", "DL"), default="LL")
     p.add_argument("--method", choices=("rsvd", "aca", "svd"), default=None)
     p.add_argument("--dense", choices=("auto", "yes", "no"), default="auto",
-                   help="time SciPy's dense Cholesky too (auto: where it fits in memory)")
+                   help="time a dense Cholesky too (auto: where it fits in memory)")
+    p.add_argument("--dense-impl", choices=("scipy", "tricov"), default="scipy",
+                   help="the dense Cholesky: SciPy's LAPACK or tricov.potrf")
+    p.add_argument("--dense-threads", type=int, default=None,
+                   help="BLAS threads of the dense Cholesky (default: --threads)")
     p.add_argument("--threads", type=int, default=None, help="BLAS threads")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     dense = {"auto": None, "yes": True, "no": False}[args.dense]
     rows = [run(n, args.tol, args.tile_size, nu=args.nu, length=args.length,
                 nugget=args.nugget, mode=args.mode, method=args.method, dense=dense,
+                dense_impl=args.dense_impl, dense_threads=args.dense_threads,
                 threads=args.threads) for n in args.n]
     table = Table(title=f"TLR Cholesky, Matérn nu={args.nu}, tol={args.tol:g}")
     table.add_column("")
