@@ -72,8 +72,9 @@ def test_host_factor_matches_device_factor(cp, mode):
 
 @pytest.mark.parametrize("mode", ["LL", "DL"])
 def test_tight_budget_on_the_gpu(cp, mode):
-    full = TLRMatrix.from_kernel(KERNEL, X, tile_size=NB, tol=TOL, nugget=NUGGET, seed=0)
-    budget = int(0.7 * full.nbytes)
+    full = TLRMatrix.from_kernel(KERNEL, cp.asarray(X), tile_size=NB, tol=TOL, nugget=NUGGET,
+                                 seed=0)  # the GPU's compression (the CPU's ACA differs)
+    budget = full.nbytes  # below what the unbounded run holds (its cache and working set)
     F = _factor(cp, mode, "host", device_memory=budget)
     st = F.transfer_stats
     assert 0 < st["device_peak_bytes"] <= budget == st["device_memory"]
