@@ -6,6 +6,13 @@
     python benchmarks/gpu_geostat.py tlr --n 500000 --tol 1e-8 --tile 2048 [--dense]
         One TLR log-likelihood on the GPU (compression, TLR Cholesky, solve); with --dense (and
         where n^2 doubles fit) the dense cuSOLVER potrf of the same matrix as the peer.
+    python benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096 --storage host device
+                                         [--device-memory 2e9]
+        The same with the tiles in host memory (tricov.tlr.stream), computed on the GPU within
+        --device-memory (bytes, or a fraction of the free memory if <= 1; default 0.8 of it),
+        beside device storage: times, host<->device traffic, the factorization's accounted
+        peak and the CuPy pool's high-water mark (pool_peak_bytes: blocks are kept until
+        freed, so the pool's size after a phase is the most it held).
 
 Prints one table and, with --json FILE, writes the numbers. Locations: a jittered grid in the
 unit square, Morton order; Matérn (sigma2=1, beta=0.1, nu); observations standard normal.
@@ -100,20 +107,42 @@ def run_dense(n: int, nu: float, seed: int) -> dict:
     return out
 
 
-def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool) -> dict:
+def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
+            storage: str = "device", device_memory: float | None = None) -> dict:
     x, z = _data(n, seed)
     kern = matern(1.0, 0.1, nu)
     # compile every kernel of the timed stages outside the timings (the solve's TRSM leaves too)
-    warm = TLRMatrix.from_kernel(kern, x[:4 * 256], tile_size=256, tol=tol)
+    warm = TLRMatrix.from_kernel(kern, x[:4 * 256], tile_size=256, tol=tol, storage=storage)
     potrf(warm)
     warm.solve(z[:4 * 256])
+    del warm
     out: dict = {"what": "tlr", "n": n, "tol": tol, "tile_size": tile, "nu": nu,
+                 "storage": storage,
                  "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    kw = {}
+    if storage == "host" and device_memory is not None:
+        kw["device_memory"] = int(device_memory) if device_memory > 1 else float(device_memory)
     t0 = time.perf_counter()
     T = _timed(out, "compress_s", lambda: TLRMatrix.from_kernel(kern, x, tile_size=tile,
-                                                                 tol=tol))
+                                                                 tol=tol, storage=storage))
     out["nbytes_compressed"] = T.nbytes
-    _timed(out, "potrf_s", potrf, T)
+    out["compress_pool_peak_bytes"] = pool.total_bytes() - base
+    pool.free_all_blocks()
+    before = dict(T.transfer_stats or {})
+    _timed(out, "potrf_s", potrf, T, **kw)
+    out["pool_peak_bytes"] = pool.total_bytes() - base
+    if storage == "host":
+        st = T.transfer_stats
+        for key in ("h2d_bytes", "d2h_bytes", "h2d_copies", "d2h_copies"):
+            out[f"potrf_{key}"] = st[key] - before.get(key, 0)
+        out["compress_d2h_bytes"] = before["d2h_bytes"]
+        out["potrf_cache_hits"] = st["cache_hits"]
+        out["potrf_device_memory"] = st["device_memory"]
+        out["potrf_accounted_peak_bytes"] = st["device_peak_bytes"]
+        out["potrf_h2d_GBps"] = out["potrf_h2d_bytes"] / out["potrf_s"] / 1e9
     sol = _timed(out, "solve_s", T.solve, z)
     out["total_s"] = time.perf_counter() - t0
     logdet = T.logdet()
@@ -143,23 +172,31 @@ def main() -> None:
     p.add_argument("--nu", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dense", action="store_true", help="TLR: also the dense cuSOLVER peer")
+    p.add_argument("--storage", nargs="+", choices=("device", "host"), default=["device"],
+                   help="TLR: where the tiles live (each one given is run)")
+    p.add_argument("--device-memory", type=float, default=None,
+                   help="TLR, host storage: budget in bytes, or a fraction of the free memory "
+                        "if <= 1")
     p.add_argument("--profile", action="store_true", help="cProfile each run (top 30)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     rows = []
-    for n in args.n:
+    runs = [(n, s) for n in args.n for s in (args.storage if args.what == "tlr" else [None])]
+    for n, storage in runs:
         prof = cProfile.Profile() if args.profile else None
         if prof:
             prof.enable()
         r = run_dense(n, args.nu, args.seed) if args.what == "dense" else \
-            run_tlr(n, args.tol, args.tile, args.nu, args.seed, args.dense)
+            run_tlr(n, args.tol, args.tile, args.nu, args.seed, args.dense, storage,
+                    args.device_memory)
         if prof:
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         rows.append(r)
         print(json.dumps(r), flush=True)
     keys = sorted({k for r in rows for k in r})
-    print("\n" + " | ".join(["key"] + [f"n={r['n']}" for r in rows]))
+    print("\n" + " | ".join(["key"] + [f"n={r['n']}" + (f" {r['storage']}" if "storage" in r
+                                                         else "") for r in rows]))
     for k in keys:
         vals = [r.get(k) for r in rows]
         print(" | ".join([k] + [f"{v:.4g}" if isinstance(v, float) and math.isfinite(v)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import array_module, fro2
+from ._array import fro2
 from ._progress import Progress
 from .compression import aca, compress_tiles
 from .matrix import TLRMatrix
@@ -35,10 +35,11 @@ def chunk_hint(hints: list[int] | None, k: int, i0: int, i1: int) -> int | None:
 
 
 def store(T: TLRMatrix, k: int, i0: int, factors: list[tuple[Any, Any]]) -> None:
-    """Put the factors of tiles ``i0, i0 + 1, ...`` of tile column ``k`` into T."""
+    """Put the factors of tiles ``i0, i0 + 1, ...`` of tile column ``k`` into T (copied to the
+    host first if T is host-stored: :meth:`TLRMatrix._keep`)."""
     for b, (u, v) in enumerate(factors):
-        T._U[i0 + b][k] = u
-        T._V[i0 + b][k] = v
+        T._U[i0 + b][k] = T._keep(u)
+        T._V[i0 + b][k] = T._keep(v)
 
 
 def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: bool) -> None:
@@ -71,8 +72,8 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                                  int(T.offsets[k + 1] - T.offsets[k]))
                         u, v = aca(rows, cols, shape, tile_atol(T.tol, norm2, nt),
                                    rank=T.rank, dtype=T.dtype, rng=rng,
-                                   xp=array_module(T._diag[0]))
-                        T._U[i][k], T._V[i][k] = u, v
+                                   xp=T._compute_module())
+                        T._U[i][k], T._V[i][k] = T._keep(u), T._keep(v)
                         norm2 += 2.0 * fro2(v, None)  # U is orthonormal: ||U V^H|| = ||V||
                     continue
                 panel = src.panel(k, i0, i1)
@@ -92,7 +93,7 @@ def generate_diagonal(T: TLRMatrix, src: TileSource) -> float:
     norm2 = 0.0
     for k in range(T.ntiles):
         d = src.diag(k)
-        T._diag[k] = d
+        T._diag[k] = T._keep(d)
         norm2 += fro2(d, None)
     return norm2
 
@@ -119,7 +120,7 @@ def _build_aca_compiled(T: TLRMatrix, src: Any, norm2: float, rng: np.random.Gen
             batch = tiles[b0:b0 + ACA_BATCH]
             factors, norms = src.aca(batch, tile_atol(T.tol, norm2, nt), T.rank, seed)
             for (i, k), (u, v) in zip(batch.tolist(), factors, strict=True):
-                T._U[i][k], T._V[i][k] = u, v
+                T._U[i][k], T._V[i][k] = T._keep(u), T._keep(v)
             norm2 += 2.0 * float(norms.sum())
             bar.advance(len(batch))
     return norm2

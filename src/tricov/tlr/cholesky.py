@@ -86,9 +86,10 @@ _TRSM_COLUMNS = 8192
 
 
 # ---------------------------------------------------------------------------- steps
-def _factor_diag(T: TLRMatrix, k: int) -> None:
-    """``L_kk = potrf(A_kk)``; on failure mark T failed and raise with the global order."""
-    d = T._diag[k]
+def _factor_diag(T: TLRMatrix, k: int, d: Any = None) -> None:
+    """``L_kk = potrf(A_kk)`` (of ``d``, default T's tile ``k``), in place; on failure mark T
+    failed and raise with the global order."""
+    d = T._diag[k] if d is None else d
     try:
         dense.potrf(d)
     except NotPositiveDefiniteError as err:
@@ -332,8 +333,13 @@ def _left_looking(T: TLRMatrix, src: TileSource | None, tol: float | None, rank:
 
 # ---------------------------------------------------------------------------- public
 def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
-          algorithm: str = "left", seed: Any = None, progress: bool = False) -> TLRMatrix:
+          algorithm: str = "left", seed: Any = None, progress: bool = False,
+          device_memory: int | float | None = None) -> TLRMatrix:
     """TLR Cholesky factorization in place (mode LL): T becomes its lower factor ``L``.
+
+    A host-stored T (``T.storage == 'host'``, built with ``storage='host'`` from CuPy points
+    or a CuPy matrix) is factored on the GPU with its tiles streamed from and back to host
+    memory, within ``device_memory`` (:mod:`tricov.tlr.stream`); its factor stays on the host.
 
     Parameters
     ----------
@@ -353,6 +359,10 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
         it).
     progress : bool
         Show a progress bar (on a terminal only).
+    device_memory : int or float, optional
+        Host-stored T only: the device memory the factorization may hold, in bytes (int), or
+        as a fraction of the free device memory (float in (0, 1]); default 0.8 of the free
+        memory. See :mod:`tricov.tlr.stream` for what is counted.
 
     Returns
     -------
@@ -364,6 +374,18 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
     NotPositiveDefiniteError
         If a diagonal tile is not positive definite at this accuracy; ``order`` is the global
         leading minor. T then holds a partial factorization and cannot be used.
+    ValueError
+        Also if ``device_memory`` is too small for one tile column of a host-stored T (before
+        any work if one dense tile does not fit; else T then holds a partial factorization).
+
+    Examples
+    --------
+    A matrix kept in host memory, factored on the GPU within 4 GiB of device memory:
+
+    >>> T = TLRMatrix.from_kernel(kernel, cupy.asarray(x), tile_size=2048, tol=1e-8,
+    ...                           storage="host")                    # doctest: +SKIP
+    >>> potrf(T, device_memory=4 << 30)                              # doctest: +SKIP
+    >>> T.transfer_stats["h2d_bytes"], T.transfer_stats["device_peak_bytes"]  # doctest: +SKIP
     """
     if not isinstance(T, TLRMatrix):
         raise TypeError(f"T must be a TLRMatrix, got {type(T).__name__}")
@@ -376,6 +398,20 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
     rank = T.rank if rank is None else rank
     check_accuracy(tol, rank, T.dtype)
     tau = tile_atol(tol, T.anorm ** 2, T.ntiles)
+    if T.storage == "host":
+        from . import stream
+
+        if algorithm != "left":
+            raise ValueError("a host-stored TLRMatrix is factored by the left-looking algorithm "
+                             f"only: algorithm must be 'left', got {algorithm!r}")
+        budget = stream.resolve_budget(device_memory, T._device, T, dl=False)
+        method = "svd" if T.method == "svd" else "rsvd"
+        stream.left_looking(T, None, tol, rank, T.anorm ** 2, np.random.default_rng(seed),
+                            method, budget, progress)
+        T._state = "factored"
+        return T
+    if device_memory is not None:
+        raise ValueError("device_memory applies to host-stored matrices (storage='host') only")
     if algorithm == "right":
         _right_looking(T, tau, rank, progress)
     elif T.method != "svd" and _columns.usable(T, tol):
@@ -391,8 +427,26 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
 
 
 def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | None, method: str,
-              seed: Any, progress: bool) -> TLRMatrix:
+              seed: Any, progress: bool, storage: str, device_memory: Any,
+              like: Any) -> TLRMatrix:
+    from . import stream
+
     T = TLRMatrix(src.n, tile_size, src.dtype, tol=tol, rank=rank, method=method)
+    T._device = stream.device_for(storage, like)
+    if T._device is not None:
+        budget = stream.resolve_budget(device_memory, T._device, T, dl=True)
+        try:
+            norm2 = generate_diagonal(T, src)
+        except BaseException:
+            T._device.wait()
+            raise
+        norm2 = stream.left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed),
+                                    method, budget, progress)
+        T.anorm = math.sqrt(norm2)
+        T._state = "factored"
+        return T
+    if device_memory is not None:
+        raise ValueError("device_memory applies to storage='host' only")
     if getattr(src, "compiled", None) is not None:
         with tile_loops():
             norm2 = generate_diagonal(T, src)
@@ -411,14 +465,23 @@ def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | No
 
 def potrf_from_kernel(kernel: Any, points: Any, *, tile_size: int, tol: float | None = None,
                       rank: int | None = None, method: str = "rsvd", nugget: float = 0.0,
-                      seed: Any = None, dtype: Any = None, progress: bool = False) -> TLRMatrix:
+                      seed: Any = None, dtype: Any = None, progress: bool = False,
+                      storage: str = "device",
+                      device_memory: int | float | None = None) -> TLRMatrix:
     """Compress and factor at once (mode DL): the TLR Cholesky factor of a kernel matrix.
 
     Left-looking: when tile column ``k`` is reached its panels are generated from the
     kernel, updated densely by the columns already factored, and compressed once (to
     ``tau = tol * anorm / ntiles`` with the running norm). Never forms the dense matrix.
     Parameters are those of :meth:`TLRMatrix.from_kernel`; ``method`` compresses the dense
-    Schur-complement tiles.
+    Schur-complement tiles. With ``storage='host'`` (CuPy points) the factor is kept in host
+    memory and computed on the GPU within ``device_memory`` (see :func:`potrf` and
+    :mod:`tricov.tlr.stream`):
+
+    >>> F = potrf_from_kernel(kernel, cupy.asarray(x), tile_size=2048, tol=1e-8,
+    ...                       storage="host", device_memory=0.5)     # doctest: +SKIP
+    >>> F.storage                                                    # doctest: +SKIP
+    'host'
 
     Returns
     -------
@@ -432,16 +495,19 @@ def potrf_from_kernel(kernel: Any, points: Any, *, tile_size: int, tol: float | 
     """
     check_method(method)
     src = KernelSource(kernel, points, _tile_size(tile_size), dtype, nugget)
-    return _potrf_dl(src, tile_size, tol, rank, method, seed, progress)
+    return _potrf_dl(src, tile_size, tol, rank, method, seed, progress, storage, device_memory,
+                     src.points)
 
 
 def potrf_from_dense(A: Any, *, tile_size: int, tol: float | None = None,
                      rank: int | None = None, method: str = "rsvd", nugget: float = 0.0,
-                     seed: Any = None, progress: bool = False) -> TLRMatrix:
+                     seed: Any = None, progress: bool = False, storage: str = "device",
+                     device_memory: int | float | None = None) -> TLRMatrix:
     """Compress and factor a dense Hermitian matrix at once (mode DL); reads its lower triangle.
 
-    See :func:`potrf_from_kernel`. ``A`` is not modified.
+    See :func:`potrf_from_kernel` (``storage='host'`` with a CuPy ``A``: the factor in host
+    memory). ``A`` is not modified.
     """
     check_method(method)
     src = DenseSource(A, _tile_size(tile_size), nugget)
-    return _potrf_dl(src, tile_size, tol, rank, method, seed, progress)
+    return _potrf_dl(src, tile_size, tol, rank, method, seed, progress, storage, device_memory, A)

@@ -45,6 +45,12 @@ class TLRMatrix:
     :func:`tricov.tlr.potrf_from_kernel`); the constructor itself only makes the empty tiling
     that those fill.
 
+    Storage. By default (``storage='device'``) the tiles live where the computation runs:
+    NumPy arrays on the CPU, CuPy arrays on the GPU. With ``storage='host'`` (points or matrix
+    given as CuPy arrays) the tiles are NumPy arrays in page-locked host memory while
+    construction and factorization run on the GPU, streaming tiles through a bounded amount of
+    device memory: for factors larger than the GPU's memory. See :mod:`tricov.tlr.stream`.
+
     Parameters
     ----------
     n : int
@@ -101,13 +107,15 @@ class TLRMatrix:
         self._V: list[list[Any]] = [[None] * i for i in range(nt)]
         self.anorm = 0.0
         self._state = "symmetric"
+        self._device: Any = None  # a stream.Device for host storage (tiles on the host)
+        self._stream_report: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_kernel(cls, kernel: Callable[[Any, Any], Any], points: Any, *, tile_size: int,
                     tol: float | None = None, rank: int | None = None, method: str | None = None,
                     nugget: float = 0.0, seed: Any = None, dtype: Any = None,
-                    progress: bool = False) -> TLRMatrix:
+                    progress: bool = False, storage: str = "device") -> TLRMatrix:
         """Compress the covariance matrix ``kernel(points, points) + nugget I``, tile by tile.
 
         The dense matrix is never formed: diagonal tiles are generated once and kept; panels
@@ -140,6 +148,13 @@ class TLRMatrix:
             Default: the kernel's output dtype.
         progress : bool
             Show a progress bar (on a terminal only).
+        storage : {'device', 'host'}
+            Where the tiles are kept. ``'device'``: where they are computed (NumPy points: host
+            memory; CuPy points: GPU memory). ``'host'``: tiles are generated and compressed
+            where the points are (on the GPU for CuPy points), each finished tile is copied to
+            page-locked host memory, and :func:`tricov.tlr.potrf` streams them back through a
+            bounded amount of device memory (see :mod:`tricov.tlr.stream`). Construction then
+            holds one panel on the device at a time.
 
         Examples
         --------
@@ -156,28 +171,37 @@ class TLRMatrix:
         """
         from .build import build
         from .sources import KernelSource
+        from .stream import device_for
 
         src = KernelSource(kernel, points, _tile_size(tile_size), dtype, nugget)
+        device = device_for(storage, src.points)
         if method is None:
             method = "aca" if src.compiled is not None else "rsvd"
         T = cls(src.n, tile_size, src.dtype, tol=tol, rank=rank, method=method)
+        T._device = device
         build(T, src, np.random.default_rng(seed), progress)
+        T._finish_transfers()
         return T
 
     @classmethod
     def from_dense(cls, A: Any, *, tile_size: int, tol: float | None = None,
                    rank: int | None = None, method: str = "rsvd", nugget: float = 0.0,
-                   seed: Any = None, progress: bool = False) -> TLRMatrix:
+                   seed: Any = None, progress: bool = False,
+                   storage: str = "device") -> TLRMatrix:
         """Compress a dense Hermitian matrix; only its lower triangle is read.
 
-        Parameters are those of :meth:`from_kernel`; ``A`` is not modified.
+        Parameters are those of :meth:`from_kernel` (``storage='host'`` with a CuPy ``A``
+        compresses on the GPU and keeps the tiles in host memory); ``A`` is not modified.
         """
         from .build import build
         from .sources import DenseSource
+        from .stream import device_for
 
         src = DenseSource(A, _tile_size(tile_size), nugget)
         T = cls(src.n, tile_size, src.dtype, tol=tol, rank=rank, method=method)
+        T._device = device_for(storage, A)
         build(T, src, np.random.default_rng(seed), progress)
+        T._finish_transfers()
         return T
 
     # ------------------------------------------------------------------ properties
@@ -219,6 +243,26 @@ class TLRMatrix:
     @property
     def method(self) -> str:
         return self._method
+
+    @property
+    def storage(self) -> str:
+        """``'device'`` (tiles where the computation runs) or ``'host'`` (tiles in host memory,
+        computation on the GPU, streamed: see :mod:`tricov.tlr.stream`)."""
+        return "device" if self._device is None else "host"
+
+    @property
+    def transfer_stats(self) -> dict[str, Any] | None:
+        """Host <-> device traffic of a host-stored matrix (None for ``storage='device'``).
+
+        Keys: ``h2d_bytes``, ``d2h_bytes``, ``h2d_copies``, ``d2h_copies`` (cumulative over
+        construction and factorization), ``cache_hits`` (tiles found resident instead of
+        copied), and, after a streamed factorization, ``device_memory`` (its budget, bytes) and
+        ``device_peak_bytes`` (the most bytes it held on the device at once, as accounted: the
+        tiles, panels and products it keeps plus an estimate of the compression workspace).
+        """
+        if self._device is None:
+            return None
+        return {**self._device.stats, **self._stream_report}
 
     @property
     def is_factored(self) -> bool:
@@ -282,6 +326,19 @@ class TLRMatrix:
     def _rows(self, k: int) -> slice:
         return slice(int(self._offsets[k]), int(self._offsets[k + 1]))
 
+    def _keep(self, a: Any) -> Any:
+        """A finished tile as stored: ``a`` itself, or its host copy for host storage."""
+        return a if self._device is None else self._device.to_host(a)
+
+    def _finish_transfers(self) -> None:
+        """Wait for the copies to the host still in flight (host storage)."""
+        if self._device is not None:
+            self._device.wait()
+
+    def _compute_module(self) -> Any:
+        """The array module that computes on the tiles (CuPy for a GPU-computed host matrix)."""
+        return self._xp() if self._device is None else self._device.xp
+
     def _check_usable(self) -> None:
         if self._state == "failed":
             raise ValueError("this TLRMatrix holds a failed, partial factorization; build it "
@@ -297,11 +354,14 @@ class TLRMatrix:
         out._V = [[v.copy() for v in row] for row in self._V]
         out.anorm = self.anorm
         out._state = self._state
+        out._device = self._device
         return out
 
     def __repr__(self) -> str:
         state = "factor L" if self.is_factored else "Hermitian matrix"
-        return (f"TLRMatrix({state}, n={self._n}, tile_size={self._nb}, dtype={self._dtype}, "
+        where = "" if self._device is None else ", storage=host"
+        return (f"TLRMatrix({state}{where}, n={self._n}, tile_size={self._nb}, "
+                f"dtype={self._dtype}, "
                 f"tol={self._tol}, rank={self._rank}, max_rank="
                 f"{self.max_rank if self._state != 'failed' else '?'}, nbytes={self.nbytes})")
 
@@ -327,6 +387,8 @@ class TLRMatrix:
 
     def _operand(self, B: Any, name: str) -> tuple[Any, bool]:
         xp = self._xp()
+        if self._device is not None:
+            B = asnumpy(B)  # host storage: products and solves run on the host
         if not hasattr(B, "shape"):
             B = xp.asarray(B)
         if B.ndim not in (1, 2) or B.shape[0] != self._n:
@@ -336,6 +398,12 @@ class TLRMatrix:
             raise TypeError(f"{name} must hold numbers, got dtype {B.dtype}")
         vec = B.ndim == 1
         return (B[:, None] if vec else B), vec
+
+    def _like(self, result: Any, operand: Any) -> Any:
+        """Host storage: the host ``result`` moved to the device if ``operand`` was there."""
+        if self._device is not None and type(operand).__module__.startswith("cupy"):
+            return array_module(operand).asarray(result)
+        return result
 
     def matvec(self, x: Any, *, trans: bool = False) -> Any:
         """Product of the stored matrix with a vector or a block of vectors.
@@ -351,6 +419,11 @@ class TLRMatrix:
         Returns
         -------
         array of the shape of ``x``, dtype ``result_type(T.dtype, x.dtype)``.
+
+        Notes
+        -----
+        A host-stored matrix (``storage='host'``) computes on the host, reading its tiles in
+        place; a CuPy ``x`` is copied to the host and the result returned as a CuPy array.
         """
         self._check_usable()
         X, vec = self._operand(x, "x")
@@ -368,7 +441,7 @@ class TLRMatrix:
                     Y[rows[i]] += u @ (herm(v) @ X[rows[j]])
                 if not lower or trans:
                     Y[rows[j]] += v @ (herm(u) @ X[rows[i]])
-        return Y[:, 0] if vec else Y
+        return self._like(Y[:, 0] if vec else Y, x)
 
     def __matmul__(self, x: Any) -> Any:
         return self.matvec(x)
@@ -392,6 +465,13 @@ class TLRMatrix:
         Returns
         -------
         X : array of B's shape, dtype ``result_type(T.dtype, B.dtype)`` (floating).
+
+        Notes
+        -----
+        A host-stored factor (``storage='host'``) is used on the host, in place: the solve
+        reads each tile once per sweep (two sweeps), which costs about as much as copying the
+        factor to the GPU would, and needs no device memory. A CuPy ``B`` is copied to the
+        host and ``X`` returned as a CuPy array.
         """
         self._check_factored("solve")
         Bm, vec = self._operand(B, "B")
@@ -400,7 +480,7 @@ class TLRMatrix:
         tile_dtype = work if self._dtype.kind == "c" else real_dtype(work)
         X = xp.array(Bm, dtype=work, order="C", copy=True)
         if X.size == 0:
-            return X[:, 0] if vec else X
+            return self._like(X[:, 0] if vec else X, B)
         R = X.view(tile_dtype).reshape(self._n, -1) if work != tile_dtype else X
         rows = [self._rows(k) for k in range(self.ntiles)]
 
@@ -415,7 +495,7 @@ class TLRMatrix:
             for i in range(k + 1, self.ntiles):
                 R[rows[k]] -= cast(self._V[i][k]) @ (herm(cast(self._U[i][k])) @ R[rows[i]])
             dense.trsm(cast(self._diag[k]), R[rows[k]], trans="C")
-        return X[:, 0] if vec else X
+        return self._like(X[:, 0] if vec else X, B)
 
     def logdet(self) -> float:
         """``log det A = 2 sum log diag(L)`` from the factor (a float)."""
