@@ -15,7 +15,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["ARITIES", "FIXED", "INFO", "address", "for_members", "for_threads"]
+__all__ = ["ARITIES", "FIXED", "INFO", "address", "claim", "for_members", "for_threads"]
 
 #: Argument kinds besides an operand slot (>= 0): a fixed address, or the member's info cell.
 FIXED = -1
@@ -125,12 +125,46 @@ def _call_thread(typingctx, fn, t, nt, arg):
 
 
 @njit(cache=True, parallel=True)
-def for_threads(fn, arg, nt):
+def _in_parallel(fn, arg, nt):
+    for t in prange(nt):
+        _call_thread(fn, t, nt, arg)
+
+
+@njit(cache=True)
+def _in_caller(fn, arg):
+    _call_thread(fn, 0, 1, arg)
+
+
+def for_threads(fn: int, arg: int, nt: int) -> None:
     """Call ``fn(t, nt, arg)`` for ``t`` in ``range(nt)``, one call per thread.
 
     ``fn`` is the address of a C callback (a Numba ``cfunc``) taking three int64; each call
     does the ``t``-th share of some work described at address ``arg``. Compiled once for all
-    callbacks, so the parallel region never recompiles the work itself.
+    callbacks, so the parallel region never recompiles the work itself. With ``nt == 1`` the
+    call runs in the calling thread: no parallel region is entered, so nothing waits for
+    Numba's worker threads to wake up (on a busy machine that wait can take milliseconds).
     """
-    for t in prange(nt):
-        _call_thread(fn, t, nt, arg)
+    if nt <= 1:
+        _in_caller(fn, arg)
+    else:
+        _in_parallel(fn, arg, nt)
+
+
+@intrinsic
+def claim(typingctx, addr, count):
+    """Atomically add ``count`` to the int64 at byte address ``addr``; its previous value.
+
+    The threads of :func:`for_threads` take their work from one such counter, ``count`` items
+    at a time, so a thread that starts late (its core busy with another process) takes less
+    work instead of delaying the whole call by its full static share.
+    """
+    if not (isinstance(addr, types.Integer) and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        ptr = builder.inttoptr(args[0], i64.as_pointer())
+        value = context.cast(builder, args[1], sig.args[1], types.int64)
+        return builder.atomic_rmw("add", ptr, value, "monotonic")
+
+    return types.int64(addr, count), codegen

@@ -33,7 +33,10 @@ Failures are per member: POTRF records the first non-positive (or NaN) pivot of 
 (LAPACK's ``info``) and keeps going, so one failing member never changes the others; TRTRI and
 POTRI find exact zero pivots before computing and leave those members unchanged.
 
-Threads: the batch is split into one contiguous range of chunks per thread. The per-dtype
+Threads: each thread claims runs of contiguous chunks from a shared atomic counter
+(:func:`.calls.claim`) until none is left, so a thread whose core is busy elsewhere takes less
+of the batch instead of holding the call for a fixed share; small calls run in the calling
+thread alone (:data:`SERIAL_WORK`), which then wakes no other thread. The per-dtype
 work is compiled once as a C callback (:func:`_worker`) and called by address from one
 dtype-independent parallel loop (:func:`.calls.for_threads`), which keeps the compile time of
 each dtype to one pass over the kernels (about 9 s per dtype, cached on disk by Numba).
@@ -49,7 +52,7 @@ import functools
 import numpy as np
 from numba import cfunc, njit, types
 
-from .calls import for_threads
+from .calls import claim, for_threads
 from .lanes import (
     as_array,
     eadd,
@@ -549,12 +552,13 @@ def _lane_bits(linfo, nl, failed):
 
 #: Layout of the int64 parameter block of a worker.
 (P_OP, P_N, P_M, P_UNIT, P_NB, P_TP, P_TLD, P_TTR, P_TREV, P_TC, P_RP, P_RLD, P_RTR, P_RREV,
- P_RC, P_INFO, P_SCALARS, P_COUNT) = range(18)
+ P_RC, P_INFO, P_SCALARS, P_NEXT, P_COUNT) = range(19)
 
 
 @njit(cache=True, inline="always")
 def _work(t, nt, params, z):
-    """Thread ``t`` of ``nt``: its contiguous share of the chunks, with its own scratch."""
+    """One of ``nt`` threads: runs of contiguous chunks claimed from the counter ``P_NEXT``
+    until none is left, with its own scratch."""
     p = as_array(params, P_COUNT, np.int64(0))
     op, n, m, unit, nb = p[P_OP], p[P_N], p[P_M], p[P_UNIT] != 0, p[P_NB]
     tp = as_array(p[P_TP], nb, np.int64(0))
@@ -572,17 +576,28 @@ def _work(t, nt, params, z):
     isz = itemsize(z)
     tspan = ((n - 1) * p[P_TLD] + n) * isz
     rspan = (((n if p[P_RTR] != 0 else m) - 1) * p[P_RLD] + (m if p[P_RTR] != 0 else n)) * isz
-    last = (t + 1) * nchunks // nt
-    for c in range(t * nchunks // nt, last):
-        b0 = c * w
-        if c + 1 < last:  # the next chunk's members, while this one computes
-            nxt = min(w, nb - b0 - w)
-            _prefetch(tp, b0 + w, nxt, tspan)
-            if has_r:
-                _prefetch(rp, b0 + w, nxt, rspan)
-        _chunk(op, z, n, m, unit, alpha, scalars[2], tp, p[P_TLD], p[P_TTR] != 0,
-               p[P_TREV] != 0, p[P_TC] != 0, rp, p[P_RLD], p[P_RTR] != 0, p[P_RREV] != 0,
-               p[P_RC] != 0, info, b0, min(w, nb - b0), s, linfo)
+    run = _run_length(nchunks, nt)
+    first = claim(params + P_NEXT * 8, run)
+    while first < nchunks:
+        last = min(first + run, nchunks)
+        for c in range(first, last):
+            b0 = c * w
+            if c + 1 < last:  # the next chunk's members, while this one computes
+                nxt = min(w, nb - b0 - w)
+                _prefetch(tp, b0 + w, nxt, tspan)
+                if has_r:
+                    _prefetch(rp, b0 + w, nxt, rspan)
+            _chunk(op, z, n, m, unit, alpha, scalars[2], tp, p[P_TLD], p[P_TTR] != 0,
+                   p[P_TREV] != 0, p[P_TC] != 0, rp, p[P_RLD], p[P_RTR] != 0, p[P_RREV] != 0,
+                   p[P_RC] != 0, info, b0, min(w, nb - b0), s, linfo)
+        first = claim(params + P_NEXT * 8, run)
+
+
+@njit(cache=True)
+def _run_length(nchunks, nt):
+    """Chunks claimed at a time: about 1/16 of a thread's even share (contiguous members, few
+    claims), all of them when alone."""
+    return nchunks if nt == 1 else max(1, nchunks // (16 * nt))
 
 
 def _work_f32(t, nt, params):
@@ -644,9 +659,25 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     rp = np.ascontiguousarray(r[0], dtype=np.int64)
     alpha = complex(alpha)
     scalars = np.array([alpha.real, alpha.imag, beta], np.float64)
-    params = np.array([op, n, m, unit, nb, tp.ctypes.data, t[1], t[2], t[3], t[4],
-                       rp.ctypes.data, r[1], r[2], r[3], r[4], info.ctypes.data,
-                       scalars.ctypes.data], np.int64)
-    nchunks = -(-nb // lanes_for(dtype))
-    threads = max(1, min(threads, nchunks))
-    for_threads(_worker(np.dtype(dtype)).address, params.ctypes.data, threads)
+    params = np.array([op, n, m, unit, nb, _address(tp), t[1], t[2], t[3], t[4],
+                       _address(rp), r[1], r[2], r[3], r[4], _address(info),
+                       _address(scalars), 0], np.int64)
+    for_threads(_worker(np.dtype(dtype)).address, _address(params),
+                _threads_for(nb, n, m, threads, lanes_for(dtype)))
+
+
+def _address(arr: np.ndarray) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+#: Work (member count times ``n^2 (n + m)``) below which a call runs in the calling thread:
+#: about 50 microseconds of one core, the order of the time that waking Numba's other threads
+#: can take on a busy machine.
+SERIAL_WORK = 1 << 20
+
+
+def _threads_for(nb: int, n: int, m: int, threads: int, w: int) -> int:
+    """Threads for ``nb`` members of order ``n`` (``m`` right-hand sides), ``w`` per chunk: one
+    per share of at least :data:`SERIAL_WORK`, at most one per chunk and at most ``threads``."""
+    work = nb * n * n * (n + m)
+    return max(1, min(threads, -(-nb // w), work // SERIAL_WORK))
