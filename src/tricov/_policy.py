@@ -67,10 +67,14 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             lauum=block)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
-    # complex dtypes, whose 32 x 32 tiles would not fit in registers).
-    "batched_gpu": {name: LeafSizes(**dict.fromkeys(OPERATIONS, 16 if "complex" in name
-                                                    else 32))
-                    for name in ("float32", "float64", "complex64", "complex128")},
+    # complex dtypes, whose 32 x 32 tiles would not fit in registers); for real dtypes, TRMM,
+    # SYRK and LAUUM leaves on the tile kernels (kernels/cuda/batched_tile.cu), which read each
+    # operand once.
+    "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
+                       for name in ("complex64", "complex128")},
+                    **{name: LeafSizes(trsm=32, trmm=256, syrk=256, potrf=32, trtri=32,
+                                       lauum=64)
+                       for name in ("float32", "float64")}},
 }
 
 _lock = threading.Lock()
