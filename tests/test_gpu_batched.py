@@ -124,11 +124,27 @@ def alpha_of(i: int, dtype: np.dtype) -> complex:
 TRXM = {"trsm": (tc.batched.trsm, trsm_error), "trmm": (tc.batched.trmm, trmm_error)}
 
 
-@pytest.mark.parametrize("sizes", ["small", "large"])
+@pytest.fixture
+def tile_trmm(request):
+    """For the "tile" sizes: TRMM leaves of up to 256 (the tile kernels, real dtypes) for the
+    duration of the test, whatever the default policy."""
+    dtype = request.getfixturevalue("dtype")
+    if request.getfixturevalue("sizes") != "tile":
+        yield
+        return
+    if np.dtype(dtype).kind == "c" or request.getfixturevalue("name") != "trmm":
+        pytest.skip("the tile kernels take TRMM leaves of real dtypes")
+    tc.set_leaf_size("batched_gpu", "trmm", dtype, 256)
+    yield
+    tc.set_leaf_size("batched_gpu", "trmm", dtype, None)
+
+
+@pytest.mark.parametrize("sizes", ["small", "large", "tile"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(TRXM))
-def test_trxm_variants(cp, name: str, dtype: np.dtype, sizes: str) -> None:
-    """All 16 variants, each at an order and a right-hand-side count cycling over the lists."""
+def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) -> None:
+    """All 16 variants, each at an order and a right-hand-side count cycling over the lists
+    ("tile": the large orders with TRMM leaves on the tile kernels)."""
     fn, error = TRXM[name]
     orders = SMALL if sizes == "small" else LARGE
     for i, (side, uplo, trans, diag) in enumerate(VARIANTS):

@@ -11,10 +11,9 @@ receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset
 * the leaves (TRSM, TRMM, HERK, POTRF, TRTRI, LAUUM, order at most :data:`SMALL_MAX`): the
   register kernels of ``kernels/cuda/batched_small.cu``, on any logical view directly (they
   read and write transposed, conjugated and reversed operands themselves);
-* larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`): the tile
-  kernels of ``kernels/cuda/batched_tile.cu``, which read every operand once (a recursion
-  down to order 32 moves each block of the output through memory once per level, and at
-  these orders the operations are bound by that traffic); float64 products on the tensor
+* larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`, where the
+  leaf-size policy sends them): the tile kernels of ``kernels/cuda/batched_tile.cu``, one
+  launch per leaf instead of a recursion down to order 32; float64 products on the tensor
   cores.
 
 Failures (with an ``info`` array): a leaf records each failing member's LAPACK info (plus the

@@ -3,10 +3,9 @@
 //
 // The register kernels of batched_small.cu stop at order 32. Above that, a recursion that
 // stops at order 32 moves every block of its output through memory once per level (cuBLAS
-// batched GEMM in the middle, a leaf kernel at the bottom); for the orders of the batched
-// paper the operations are bound by that traffic. These kernels take whole leaves of order up
-// to 256 instead, reading every operand once: one block of 256 threads computes one tile of
-// the output of one member,
+// batched GEMM in the middle, a leaf kernel at the bottom). These kernels take larger leaves
+// (TRMM up to 256, LAUUM 64, HERK any order) in one launch: one block of 256 threads computes
+// one tile of the output of one member,
 //
 //   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a tile is all n rows of
 //                                B and TC of its columns (the block that owns them reads them)
@@ -19,6 +18,12 @@
 // LAUUM are safe in place: a block writes only what it alone read, after reading all of it).
 // Float64 multiplies on the tensor cores (mma m8n8k4, FP64: the same rounding as FMAs), other
 // types by FMAs; each warp owns a 32 x 16 piece of the tile either way.
+//
+// Measured (H200, batch 10240, float64; benchmarks/gpu_batched_tile_probe_h200.txt): HERK and
+// LAUUM leaves of 64 beat the register leaves under cuBLAS; TRMM tiles do not (a tile of TC
+// columns re-reads the whole triangle, and the load-sync-compute loop of small chunks is bound
+// by memory latency at 2 blocks per SM): the default policy keeps TRMM on the register leaves.
+// Next steps: double-buffered staging (cp.async), wider column tiles, fewer registers.
 //
 // Operands are read as in batched_small.cu: the canonical element (i, j) of an operand is
 // element (i, j) of its member's column-major memory, or (j, i) if transposed, after an
