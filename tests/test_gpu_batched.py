@@ -6,9 +6,10 @@ dtype, member by member with the backward-error measures of ``reference.py`` (to
 sub-blocks of NaN-filled buffers, interleaved and reversed members, no unit stride) plus a
 stack whose members are not one stride apart (device address arrays instead of a base and a
 stride). Orders cover every group width of the register kernels (1 and 3: 4 lanes, 6: 8,
-12: 16, 17 to 32: 32) and the recursions over the batched cuBLAS executor (33, 64, 100; for
-complex dtypes, whose kernels stop at 16, already 17 to 32). What an operation must not read
-holds NaN, and what it must not write is compared bitwise.
+12: 16, 17 to 32: 32), every tile size of the tile kernels of real types (33 and 64: 64 rows,
+100: 128, 200: 256; SYRK 130: a partial third row of 64 x 64 tiles) and the recursions over
+the batched cuBLAS executor (for complex dtypes, whose kernels stop at 16, already 17 to 32).
+What an operation must not read holds NaN, and what it must not write is compared bitwise.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from test_batched import (
 pytestmark = pytest.mark.gpu
 
 SMALL = (1, 3, 6, 12, 17, 31, 32)
-LARGE = (33, 64, 100)
+LARGE = (33, 64, 100, 200)
 #: Device layouts: those of test_batched.stacked, and "gapped" (members not one stride apart).
 LAYOUTS = STACK_LAYOUTS + ("gapped",)
 
@@ -123,11 +124,27 @@ def alpha_of(i: int, dtype: np.dtype) -> complex:
 TRXM = {"trsm": (tc.batched.trsm, trsm_error), "trmm": (tc.batched.trmm, trmm_error)}
 
 
-@pytest.mark.parametrize("sizes", ["small", "large"])
+@pytest.fixture
+def tile_trmm(request):
+    """For the "tile" sizes: TRMM leaves of up to 256 (the tile kernels, real dtypes) for the
+    duration of the test, whatever the default policy."""
+    dtype = request.getfixturevalue("dtype")
+    if request.getfixturevalue("sizes") != "tile":
+        yield
+        return
+    if np.dtype(dtype).kind == "c" or request.getfixturevalue("name") != "trmm":
+        pytest.skip("the tile kernels take TRMM leaves of real dtypes")
+    tc.set_leaf_size("batched_gpu", "trmm", dtype, 256)
+    yield
+    tc.set_leaf_size("batched_gpu", "trmm", dtype, None)
+
+
+@pytest.mark.parametrize("sizes", ["small", "large", "tile"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(TRXM))
-def test_trxm_variants(cp, name: str, dtype: np.dtype, sizes: str) -> None:
-    """All 16 variants, each at an order and a right-hand-side count cycling over the lists."""
+def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) -> None:
+    """All 16 variants, each at an order and a right-hand-side count cycling over the lists
+    ("tile": the large orders with TRMM leaves on the tile kernels)."""
     fn, error = TRXM[name]
     orders = SMALL if sizes == "small" else LARGE
     for i, (side, uplo, trans, diag) in enumerate(VARIANTS):
@@ -157,7 +174,7 @@ def test_trxm_variants(cp, name: str, dtype: np.dtype, sizes: str) -> None:
 def test_syrk_variants(cp, dtype: np.dtype) -> None:
     trans_letters = "NC" if np.dtype(dtype).kind == "c" else "NTC"
     cases = list(product("LU", trans_letters, (0.0, 0.5)))
-    orders = (1, 6, 12, 31, 33, 100)
+    orders = (1, 6, 12, 31, 33, 100, 130)
     for i, (uplo, trans, beta) in enumerate(cases * 2):
         n, k = orders[i % len(orders)], (7, 45)[i % 2]
         rng = make_rng("gpu-batched-syrk", str(dtype), i)

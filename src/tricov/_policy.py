@@ -67,10 +67,16 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             lauum=block)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
-    # complex dtypes, whose 32 x 32 tiles would not fit in registers).
-    "batched_gpu": {name: LeafSizes(**dict.fromkeys(OPERATIONS, 16 if "complex" in name
-                                                    else 32))
-                    for name in ("float32", "float64", "complex64", "complex128")},
+    # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
+    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu); on one H200, batch
+    # 10240, float64 (benchmarks/gpu_batched_tile_probe_h200.txt) SYRK n = 64 / 128 / 256 took
+    # 0.73 / 2.9 / 15.3 ms (leaf 128 at 256) against 1.37 / 5.1 / 19.3 with leaves of 32, LAUUM
+    # n = 64 / 128 0.52 / 2.6 against 0.58 / 2.8. TRMM stays at 32: its tile kernel (leaves up
+    # to 256) measured 1.6 to 5 times slower than the register leaves under cuBLAS GEMMs.
+    "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
+                       for name in ("complex64", "complex128")},
+                    **{name: LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32, lauum=64)
+                       for name in ("float32", "float64")}},
 }
 
 _lock = threading.Lock()

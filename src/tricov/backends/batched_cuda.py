@@ -10,7 +10,11 @@ receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset
   ``gemmBatched`` on device arrays of addresses (computed on the device);
 * the leaves (TRSM, TRMM, HERK, POTRF, TRTRI, LAUUM, order at most :data:`SMALL_MAX`): the
   register kernels of ``kernels/cuda/batched_small.cu``, on any logical view directly (they
-  read and write transposed, conjugated and reversed operands themselves).
+  read and write transposed, conjugated and reversed operands themselves);
+* larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`, where the
+  leaf-size policy sends them): the tile kernels of ``kernels/cuda/batched_tile.cu``, one
+  launch per leaf instead of a recursion down to order 32; float64 products on the tensor
+  cores.
 
 Failures (with an ``info`` array): a leaf records each failing member's LAPACK info (plus the
 leaf's offset, so it is the order within the whole matrix) in device memory; from then on the
@@ -29,12 +33,13 @@ import numpy as np
 from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
-from ..kernels import batched_small, nvrtc
+from ..kernels import TILE_ROWS, batched_small, batched_tile, nvrtc
 from . import cuda_libs as lib
 from .base import Executor
 
-__all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "BatchedCUDAExecutor",
-           "compile_kernels", "group_width", "small_max"]
+__all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
+           "BatchedCUDAExecutor", "compile_kernels", "group_width", "leaf_max", "small_max",
+           "tile_rows"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -47,6 +52,13 @@ BLOCK = 128
 MAX_BLOCKS = 2**31 - 1
 #: Most members per cuBLAS batched call.
 GEMM_CHUNK = 65535
+#: Operation codes of the tile kernels (``enum Mode`` of batched_tile.cu).
+TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
+#: Threads per block of the tile kernels.
+TILE_THREADS = 256
+#: Largest leaf of the tile kernels, by leaf-size name: TRMM holds all rows of B in one tile,
+#: LAUUM the whole triangle; HERK tiles C (64 x 64) and takes any order.
+_TILE_MAX = {"trmm": max(TILE_ROWS), "lauum": min(TILE_ROWS), "syrk": 1 << 30}
 
 
 def small_max(dtype: np.dtype) -> int:
@@ -54,6 +66,21 @@ def small_max(dtype: np.dtype) -> int:
     complex ones (two 32 x 32 complex tiles and the temporaries of complex arithmetic do not
     fit in a thread's 255 registers: they would spill to local memory)."""
     return 16 if np.dtype(dtype).kind == "c" else SMALL_MAX
+
+
+def leaf_max(dtype: np.dtype, op: str) -> int:
+    """Largest leaf the executor takes for leaf-size name ``op`` (``"trmm"``, ``"syrk"``, ...):
+    the tile kernels' for TRMM, SYRK/HERK and LAUUM of real types, else the register kernels'
+    (:func:`small_max`)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and op in _TILE_MAX:
+        return _TILE_MAX[op]
+    return small_max(dtype)
+
+
+def tile_rows(n: int) -> int:
+    """Rows of the tile kernel of a TRMM leaf of order ``n`` (at most ``max(TILE_ROWS)``)."""
+    return next(r for r in TILE_ROWS if r >= n)
 
 
 def group_width(n: int) -> int:
@@ -65,7 +92,8 @@ def group_width(n: int) -> int:
 
 
 def _compile(name: str, definition: str) -> None:
-    nvrtc.kernel("batched_small.cu", name, definition)
+    source = "batched_tile.cu" if name.startswith("tricov_batched_tile") else "batched_small.cu"
+    nvrtc.kernel(source, name, definition)
 
 
 def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
@@ -82,6 +110,11 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         widths = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
         todo += [batched_small(nvrtc.CTYPE[dtype], w, op) for w in widths
                  for op in OPS.values()]
+        if dtype.kind == "f":
+            mma = BatchedCUDAExecutor.mma and dtype == np.float64
+            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, rows, mma)
+                     for mode, sizes in ((0, TILE_ROWS), (1, TILE_ROWS[:1]), (2, TILE_ROWS[:1]))
+                     for rows in sizes]
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -117,6 +150,8 @@ class BatchedCUDAExecutor(Executor):
     """
 
     backend = "batched_gpu"
+    #: Float64 tile kernels multiply on the tensor cores (FP64 MMA) rather than by FMAs.
+    mma = True
 
     def __init__(self, dtype: np.dtype, group: Group, info: Any = None) -> None:
         import cupy
@@ -157,6 +192,10 @@ class BatchedCUDAExecutor(Executor):
             | (4 if rev_rows else 0) | (8 if rev_cols else 0)
         return (np.uint64(ptrs), np.int64(base), np.int64(stride), np.int64(offset),
                 np.int64(view.ld), np.int32(flags))
+
+    @property
+    def settings(self) -> tuple:
+        return (self.mma,)
 
     def _info_ptr(self) -> np.uint64:
         return np.uint64(0 if self.infos is None else self.infos.data.ptr)
@@ -220,6 +259,38 @@ class BatchedCUDAExecutor(Executor):
             count = min(step, self.members - first)
             kernel((-(-count // threads),), (threads,), (np.int64(first), np.int64(count)) + args)
 
+    def tile(self, mode: str, x: Mat, o: Mat, *, n: int, m: int = 0, k: int = 0,
+             rev: bool = False, unit: bool = False, alpha: complex = 1.0,
+             beta: float = 0.0) -> None:
+        """One tile kernel over every member (real types; see batched_tile.cu).
+
+        TRMM: ``o`` (n x m, rows reversed if ``rev``) <- alpha x o, ``x`` the triangle (rows
+        and columns reversed if ``rev``). HERK: lower triangle of ``o`` (n x n) <- alpha x x^T
+        + beta o, ``x`` n x k. LAUUM: lower triangle of ``o`` <- o^T o (``x`` unused).
+        Members already failed are skipped.
+        """
+        rows = tile_rows(n) if mode == "trmm" else TILE_ROWS[0]
+        cols = 4096 // rows
+        if mode == "trmm":
+            tiles = -(-m // cols)
+        elif mode == "herk":
+            t = -(-n // rows)
+            tiles = t * (t + 1) // 2
+        else:
+            tiles = 1
+        mma = self.mma and self.dtype == np.float64
+        kernel = nvrtc.kernel("batched_tile.cu",
+                              *batched_tile(self._ctype, TILE_MODES[mode], rows, mma))
+        xargs = self.operand(x, rev, rev)
+        oargs = self.operand(o, rev, False)
+        fixed = (np.int32(tiles), np.int32(n), np.int32(m), np.int32(k), np.int32(unit),
+                 _value(self.dtype, alpha), self.dtype.type(beta)) + xargs + oargs + (
+                     self._info_ptr(), np.int32(self.infos is not None))
+        step = MAX_BLOCKS // tiles
+        for first in range(0, self.members, step):
+            count = min(step, self.members - first)
+            kernel((count * tiles,), (TILE_THREADS,), (np.int64(first), np.int64(count)) + fixed)
+
     # ------------------------------------------------------------- leaves
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols:
@@ -227,12 +298,20 @@ class BatchedCUDAExecutor(Executor):
                        alpha=alpha)
 
     def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
-        if b.rows and b.cols:
+        if not (b.rows and b.cols):
+            return
+        if b.rows > small_max(self.dtype):
+            self.tile("trmm", a, b, n=b.rows, m=b.cols, rev=not lower, unit=unit, alpha=alpha)
+        else:
             self.small("trmm", a, r=b, n=b.rows, m=b.cols, rev=not lower, unit=unit,
                        alpha=alpha)
 
     def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
-        if c.rows:
+        if not c.rows:
+            return
+        if c.rows > small_max(self.dtype):
+            self.tile("herk", a, c, n=c.rows, k=a.cols, alpha=alpha, beta=beta)
+        else:
             self.small("herk", c, r=a, n=c.rows, m=a.cols, alpha=alpha, beta=beta)
 
     def potrf(self, a: Mat, offset: int) -> bool:
@@ -246,7 +325,11 @@ class BatchedCUDAExecutor(Executor):
         return True
 
     def lauum(self, a: Mat) -> None:
-        if a.rows:
+        if not a.rows:
+            return
+        if a.rows > small_max(self.dtype):
+            self.tile("lauum", a, a, n=a.rows)
+        else:
             self.small("lauum", a, n=a.rows)
 
     # ---------------------------------------------------------------- GEMM

@@ -14,7 +14,9 @@ device array, which the front end reads once, at the end of the call.
 * Larger: :class:`~tricov.backends.batched_cuda.BatchedCUDAExecutor` under the recursions of
   :mod:`tricov.recursive` (the same code as the dense path): cuBLAS batched GEMM in the middle,
   the register kernels at the leaves (``leaf_sizes('batched_gpu', dtype)``, at most the
-  kernels' largest order). Failing members are skipped from their failure on.
+  kernels' largest order; larger TRMM, HERK and LAUUM leaves of real types on the tile
+  kernels, see :func:`~tricov.backends.batched_cuda.leaf_max`). Failing members are skipped
+  from their failure on.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from .. import recursive
 from .._policy import LeafSizes, leaf_sizes
 from .._views import Mat
 from ..backends.base import herk_ops_ok, trxm_ops_ok
-from ..backends.batched_cuda import SMALL_MAX, BatchedCUDAExecutor, group_width, small_max
+from ..backends.batched_cuda import (
+    SMALL_MAX,
+    BatchedCUDAExecutor,
+    group_width,
+    leaf_max,
+    small_max,
+)
 from ._operands import Group
 
 __all__ = ["CUDAEngine"]
@@ -63,9 +71,9 @@ class CUDAEngine:
         return BatchedCUDAExecutor(self.dtype, self.group, info)
 
     def _nb(self) -> LeafSizes:
-        """Leaf sizes in force, each at most the register kernels' largest order."""
+        """Leaf sizes in force, each at most what the executor's leaf kernels take."""
         nb = leaf_sizes("batched_gpu", self.dtype)
-        return replace(nb, **{name: min(getattr(nb, name), self.limit)
+        return replace(nb, **{name: min(getattr(nb, name), leaf_max(self.dtype, name))
                               for name in ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")})
 
     def _trxm(self, ex: BatchedCUDAExecutor, rec, tri: Mat, lower: bool, unit: bool,

@@ -25,8 +25,10 @@ of every contender (kernels compiled), outputs restored from pristine copies bef
 * *device*: ``queued`` calls (tricov with ``check=False``, which does not wait) enqueued behind a
   kernel that keeps the GPU busy until they are all queued, so that the events time the GPU's
   own work; the time of the restoring copies, measured the same way, is subtracted. A peer that
-  waits for the GPU inside its call (``torch.linalg.cholesky`` checks for errors) cannot be
-  queued: its device time is not reported.
+  waits for the GPU inside its call (``torch.linalg.cholesky`` checks for errors,
+  ``cholesky_inverse`` too) cannot be queued: its device time is instead the sum of the
+  durations of the kernels and copies its calls run (torch's profiler), marked ``k`` in the
+  table: the GPU's busy time, without the gaps where it waits for the host.
 
 Rates (GFLOP/s, GB/s, fraction of the copy bandwidth of :func:`copy_bandwidth`) are those of
 the device time, with the flop and byte counts of :mod:`tricov.batched.bench`.
@@ -51,7 +53,7 @@ from .bench import (
     make_inputs,
 )
 
-__all__ = ["copy_bandwidth", "peers", "run_table", "time_case"]
+__all__ = ["copy_bandwidth", "kernel_seconds", "peers", "run_table", "time_case"]
 
 
 def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
@@ -143,8 +145,31 @@ class _Queue:
         return None
 
 
-#: Peers that wait for the GPU inside their call: no device time.
+#: Peers that wait for the GPU inside their call: device time from the profiler only.
 _WAITING = ("torch cholesky",)
+
+
+def kernel_seconds(fn: Callable[[], Any], calls: int) -> float | None:
+    """GPU seconds of the kernels and copies that ``calls`` calls of ``fn`` run, summed from
+    torch's profiler (None without torch or a CUDA profiler)."""
+    import cupy
+
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        return None
+    try:
+        cupy.cuda.Device().synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+        cuda = torch.autograd.DeviceType.CUDA
+        total = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == cuda)
+    except RuntimeError:
+        return None
+    return total / 1e6 if total > 0 else None
 
 
 def time_case(case: BatchedCase, *, repeats: int = 5, queued: int = 4,
@@ -152,7 +177,8 @@ def time_case(case: BatchedCase, *, repeats: int = 5, queued: int = 4,
     """Time tricov and its torch peers (if torch is installed) on ``case``, on the GPU.
 
     ``Result.seconds`` has the call time of each contender under its name ("tricov",
-    "torch cholesky", ...) and its device time under the name plus "@device".
+    "torch cholesky", ...) and its device time under the name plus "@device" (for peers that
+    cannot be queued, their kernels' busy time under the name plus "@kernels").
     """
     import cupy
 
@@ -200,13 +226,18 @@ def time_case(case: BatchedCase, *, repeats: int = 5, queued: int = 4,
     seconds = {k: statistics.median(v) for k, v in samples.items()}
     queue = _Queue(queued)
     copies = queue.seconds(restore, 2e-5)
-    for name, (_, queued_call) in calls.items():
-        if name in _WAITING or copies is None:
-            continue
-        both = queue.seconds(lambda queued_call=queued_call: (restore(), queued_call()),
-                             host[name] + 2e-5)
+    for name, (call, queued_call) in calls.items():
+        both = None
+        if name not in _WAITING and copies is not None:
+            both = queue.seconds(lambda queued_call=queued_call: (restore(), queued_call()),
+                                 host[name] + 2e-5)
         if both is not None:
             seconds[name + "@device"] = max(both - copies, 0.0) / queued
+        elif name.startswith("torch "):  # out of place: the inputs stay as restored
+            restore()
+            busy = kernel_seconds(call, queued)
+            if busy is not None:
+                seconds[name + "@kernels"] = busy / queued
     return Result(case, seconds)
 
 
@@ -234,9 +265,11 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
         dev = r.seconds.get("tricov@device")
         others = []
         for k in r.seconds:
-            if k.startswith("torch ") and not k.endswith("@device"):
+            if k.startswith("torch ") and "@" not in k:
                 on_device = r.seconds.get(k + "@device")
-                ratio = f"{on_device / dev:.2f}" if dev and on_device else "-"
+                busy = r.seconds.get(k + "@kernels")
+                ratio = (f"{on_device / dev:.2f}" if dev and on_device else
+                         f"{busy / dev:.2f}k" if dev and busy else "-")
                 others.append(f"{k.removeprefix('torch ')} {r.speedup(k):.2f}/{ratio}")
         rates = (f"{dev * 1e3:8.3f} {case.flops() / dev / 1e9:8.1f} "
                  f"{bytes_moved(case) / dev / 1e9:7.1f} {bytes_moved(case) / dev / 1e9 / copy:7.2f}"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "SHARED_MAX", "THREADS", "LeafShape", "batched_small", "block_order",
-           "definitions", "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "SHARED_MAX", "THREADS", "TILE_ROWS", "LeafShape", "batched_small",
+           "batched_tile", "block_order", "definitions", "instantiations", "leaf_shape",
+           "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -31,12 +32,31 @@ def batched_small(ctype: str, width: int, op: int) -> tuple[str, str]:
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {width}, {op})"
 
 
+#: Tile rows of the kernels of ``batched_tile.cu`` (tiles are ``TR x 4096 / TR``).
+TILE_ROWS = (64, 128, 256)
+
+
+def batched_tile(ctype: str, mode: int, rows: int, mma: bool) -> tuple[str, str]:
+    """Name and defining line of a tile kernel of ``batched_tile.cu`` (``TRICOV_BATCHED_TILE``)
+    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), the tile's rows and
+    whether float64 products run on the tensor cores."""
+    name = f"tricov_batched_tile_{_TAGS[ctype]}{mode}_{rows}{'m' if mma else ''}"
+    return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {rows}, "
+                  f"{'true' if mma else 'false'})")
+
+
 def definitions(source: str) -> dict[str, list[str]]:
     """Kernel-defining lines the executors append to ``source``, for the CI compile check.
 
     Grouped by scalar type. For ``batched_small.cu``: every operation at the narrowest group
     width (every code path) and :data:`BATCHED_HEAVY` at the widest (where registers run short).
+    For ``batched_tile.cu``: every tile kernel.
     """
+    if source == "batched_tile.cu":
+        return {t: [batched_tile(t, mode, rows, mma)[1]
+                    for mode, sizes in ((0, TILE_ROWS), (1, (64,)), (2, (64,)))
+                    for rows in sizes for mma in ((False, True) if t == "double" else (False,))]
+                for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}
     out: dict[str, list[str]] = {}
