@@ -28,7 +28,7 @@ from .. import recursive
 from .._policy import LeafSizes, leaf_sizes
 from .._views import Mat
 from ..backends.base import herk_ops_ok, trxm_ops_ok
-from ..backends.batched_cuda import SMALL_MAX, BatchedCUDAExecutor, group_width, small_max
+from ..backends.batched_cuda import SMALL_MAX, BatchedCUDAExecutor, padded_order, small_max
 from ._operands import Group
 
 __all__ = ["CUDAEngine"]
@@ -185,7 +185,7 @@ class CUDAEngine:
         n = a.rows
         if n <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            if group_width(n) < SMALL_MAX:
+            if padded_order(n) < SMALL_MAX:
                 ex.small("posv", a, r=b, n=n, m=b.cols, fresh=True)
             else:  # two kernels: one holding both 32 x 32 tiles would run too few warps
                 ex.small("potrf", a, n=n, fresh=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "SHARED_MAX", "THREADS", "LeafShape", "batched_small", "block_order",
-           "definitions", "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "LeafShape",
+           "batched_lanes", "batched_small", "block_order", "definitions", "instantiations",
+           "leaf_shape", "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -19,31 +20,55 @@ _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
 _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<double>": "z"}
 
 #: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
-#: (two full tiles): with the narrowest width of every operation, what the CI compile check
-#: builds (every code path, spills where they would be, at a CI-sized compile time).
-BATCHED_HEAVY = (0, 9)  # TRSM, POSV
+#: (two full tiles, or one triangle of several lines per lane): with every operation at order
+#: 4 and two lines per lane, what the CI compile check builds (every code path, spills where
+#: they would be, at a CI-sized compile time).
+BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
+
+#: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character,
+#: padded order and operation code, where not the order itself (one line per lane). Measured
+#: on an H100 at batch 10240 (benchmarks/exp_batched_small.py): fewer lanes hold more lines
+#: each, so one shuffle feeds more FMAs; what would not fit in registers (two real tiles of
+#: order 32, complex tiles of order 16) keeps one line per lane.
+BATCHED_LANES: dict[tuple[str, int, int], int] = {
+    **{(ch, order, op): max(order // 2, 1) for ch in "fd" for order in (4, 8, 16)
+       for op in range(10)},
+    **{(ch, 32, op): 16 for ch in "fd" for op in (3, 6)},
+    **{(ch, order, op): max(order // 4, 1) for ch in "FD" for order in (4, 8) for op in range(10)},
+}
 
 
-def batched_small(ctype: str, width: int, op: int) -> tuple[str, str]:
+def batched_lanes(char: str, order: int, op: int) -> int:
+    """Lanes per member of the register kernel of operation code ``op`` at (padded) ``order``
+    for the dtype of character ``char`` (see :data:`BATCHED_LANES`)."""
+    return BATCHED_LANES.get((char, order, op), order)
+
+
+def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str]:
     """Name and defining line of the register kernel of ``batched_small.cu`` for a scalar type,
-    a group width and an operation code (``TRICOV_BATCHED_SMALL``, a C-linkage kernel)."""
-    name = f"tricov_batched_small_{_TAGS[ctype]}{width}_{op}"
-    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {width}, {op})"
+    a (padded) order, lanes per member and an operation code (``TRICOV_BATCHED_SMALL``, a
+    C-linkage kernel)."""
+    name = f"tricov_batched_small_{_TAGS[ctype]}{order}x{lanes}_{op}"
+    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
 
 
 def definitions(source: str) -> dict[str, list[str]]:
     """Kernel-defining lines the executors append to ``source``, for the CI compile check.
 
-    Grouped by scalar type. For ``batched_small.cu``: every operation at the narrowest group
-    width (every code path) and :data:`BATCHED_HEAVY` at the widest (where registers run short).
+    Grouped by scalar type. For ``batched_small.cu``: every operation at order 4 with two lines
+    per lane (every code path) and :data:`BATCHED_HEAVY` at the largest order, with the lanes
+    the launcher takes (where registers run short).
     """
     if source != "batched_small.cu":
         return {}
+    chars = {"float": "f", "double": "d", "tricov::cplx<float>": "F",
+             "tricov::cplx<double>": "D"}
     out: dict[str, list[str]] = {}
     for t in _TYPES:
         widest = 16 if "cplx" in t else 32
-        kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
-        out[t] = [batched_small(t, w, op)[1] for w, op in kernels]
+        kernels = [(4, 2, op) for op in range(10)]
+        kernels += [(widest, batched_lanes(chars[t], widest, op), op) for op in BATCHED_HEAVY]
+        out[t] = [batched_small(t, *k)[1] for k in kernels]
     return out
 
 
