@@ -187,7 +187,7 @@ def run(out: Path) -> None:
                             if k == "A":
                                 got = np.tril(got)
                             err = max(err, float(np.abs(got - want).max() / np.abs(want).max()))
-                        ok = err < 100 * n * eps
+                        ok = bool(err < 100 * n * eps)
                         for block in (32, 64, 128) if g <= 2 else (64, 128):
                             if block < g:
                                 continue

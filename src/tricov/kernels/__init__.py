@@ -26,15 +26,18 @@ _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<
 BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
 
 #: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character,
-#: padded order and operation code, where not the order itself (one line per lane). Measured
-#: on an H100 at batch 10240 (benchmarks/exp_batched_small.py): fewer lanes hold more lines
-#: each, so one shuffle feeds more FMAs; what would not fit in registers (two real tiles of
-#: order 32, complex tiles of order 16) keeps one line per lane.
+#: padded order and operation code (TRSM 0, POTRF 3, POTRI 6, POTRS 8, POSV 9), where not the
+#: order itself (one line per lane). Measured at batch 10240 on an H200 (each the fastest of
+#: the lanes tried, benchmarks/exp_batched_small.py; gpu_batched_lanes_h200.txt): two lines per
+#: lane (one shuffle feeds two FMAs) for the factorization and the inverse from order 12 on
+#: and for the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose
+#: elsewhere: too few members in flight at small orders, spilled registers with two tiles of
+#: order 32 (float64 TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
+#: Complex dtypes and the operations not listed keep one line per lane (not measured).
 BATCHED_LANES: dict[tuple[str, int, int], int] = {
-    **{(ch, order, op): max(order // 2, 1) for ch in "fd" for order in (4, 8, 16)
-       for op in range(10)},
-    **{(ch, 32, op): 16 for ch in "fd" for op in (3, 6)},
-    **{(ch, order, op): max(order // 4, 1) for ch in "FD" for order in (4, 8) for op in range(10)},
+    **{("d", 8, op): 4 for op in (3, 6, 9)},
+    **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 6, 8, 9)},
+    ("d", 32, 3): 16, ("d", 32, 6): 16, ("f", 32, 3): 8, ("f", 32, 6): 16,
 }
 
 

@@ -260,7 +260,10 @@ template <typename T, int N, int G, bool ROWS, int SHAPE, typename Region>
 __device__ __forceinline__ void load_tile(T (&x)[N / G][N], const View<T>& v, bool live,
                                           int lane, int c0, Region in) {
     const bool mem_rows = !(v.flags & TRANSPOSED);  // lanes read memory rows: coalesced
-    if (ROWS == mem_rows) {
+    if constexpr (N == G) {  // one line per lane: one shape either way, one copy of the code
+        load_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+        if (ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+    } else if (ROWS == mem_rows) {
         load_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
     } else {
         load_lines<T, N, G, flip(SHAPE)>(x, v, live, lane, c0, in, mem_rows);
@@ -274,7 +277,11 @@ template <typename T, int N, int G, bool ROWS, int SHAPE, typename Region>
 __device__ __forceinline__ void store_tile(T (&x)[N / G][N], const View<T>& v, bool live,
                                            int lane, int c0, Region in, bool restore = false) {
     const bool mem_rows = !(v.flags & TRANSPOSED);
-    if (ROWS == mem_rows) {
+    if constexpr (N == G) {
+        if (ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+        store_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+        if (restore && ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+    } else if (ROWS == mem_rows) {
         store_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
     } else {
         transpose<T, N, G, SHAPE>(x, lane);
