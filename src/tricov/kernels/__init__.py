@@ -21,8 +21,8 @@ _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<
 
 #: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
 #: (two full tiles, or one triangle of several lines per lane): with every operation at order
-#: 4 and two lines per lane, what the CI compile check builds (every code path, spills where
-#: they would be, at a CI-sized compile time).
+#: 4 and the kernels of several lines per lane, what the CI compile check builds (every code
+#: path, spills where they would be, at a CI-sized compile time).
 BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
 
 #: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character,
@@ -58,9 +58,10 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
 def definitions(source: str) -> dict[str, list[str]]:
     """Kernel-defining lines the executors append to ``source``, for the CI compile check.
 
-    Grouped by scalar type. For ``batched_small.cu``: every operation at order 4 with two lines
-    per lane (every code path) and :data:`BATCHED_HEAVY` at the largest order, with the lanes
-    the launcher takes (where registers run short).
+    Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
+    at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
+    run short), and every kernel of several lines per lane at orders 8 and 16
+    (:data:`BATCHED_LANES`).
     """
     if source != "batched_small.cu":
         return {}
@@ -69,9 +70,11 @@ def definitions(source: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for t in _TYPES:
         widest = 16 if "cplx" in t else 32
-        kernels = [(4, 2, op) for op in range(10)]
-        kernels += [(widest, batched_lanes(chars[t], widest, op), op) for op in BATCHED_HEAVY]
-        out[t] = [batched_small(t, *k)[1] for k in kernels]
+        kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
+        kernels += [(order, op) for (ch, order, op) in BATCHED_LANES
+                    if ch == chars[t] and order < widest]
+        out[t] = [batched_small(t, order, batched_lanes(chars[t], order, op), op)[1]
+                  for order, op in dict.fromkeys(kernels)]
     return out
 
 
