@@ -33,13 +33,13 @@ import numpy as np
 from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
-from ..kernels import TILE_ROWS, batched_small, batched_tile, nvrtc
+from ..kernels import TILE_ROWS, batched_lanes, batched_small, batched_tile, nvrtc
 from . import cuda_libs as lib
 from .base import Executor
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
-           "BatchedCUDAExecutor", "compile_kernels", "group_width", "leaf_max", "small_max",
-           "tile_rows"]
+           "BatchedCUDAExecutor", "compile_kernels", "group_shape", "leaf_max", "padded_order",
+           "small_max", "tile_rows"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -83,12 +83,19 @@ def tile_rows(n: int) -> int:
     return next(r for r in TILE_ROWS if r >= n)
 
 
-def group_width(n: int) -> int:
-    """Lanes per member for order ``n``: the smallest of 4, 8, 16, 32 that holds it."""
-    width = 4
-    while width < n:
-        width *= 2
-    return width
+def padded_order(n: int) -> int:
+    """Order of the register kernel that takes order ``n``: the smallest of 4, 8, 16, 32 that
+    holds it."""
+    order = 4
+    while order < n:
+        order *= 2
+    return order
+
+
+def group_shape(n: int, dtype: np.dtype, op: str) -> tuple[int, int]:
+    """(padded order, lanes per member) of the register kernel of ``op`` for order ``n``."""
+    order = padded_order(n)
+    return order, batched_lanes(np.dtype(dtype).char, order, OPS[op])
 
 
 def _compile(name: str, definition: str) -> None:
@@ -107,9 +114,9 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
     todo = []
     for dtype in dtypes:
         dtype = np.dtype(dtype)
-        widths = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
-        todo += [batched_small(nvrtc.CTYPE[dtype], w, op) for w in widths
-                 for op in OPS.values()]
+        orders = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
+        todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
+                 for order in orders for op, code in OPS.items()]
         if dtype.kind == "f":
             mma = BatchedCUDAExecutor.mma and dtype == np.float64
             todo += [batched_tile(nvrtc.CTYPE[dtype], mode, rows, mma)
@@ -211,15 +218,16 @@ class BatchedCUDAExecutor(Executor):
         With ``fresh``, the kernel writes every member's info (the array may hold anything
         before); without, it skips members already failed and records only failures.
         """
-        width = group_width(n)
-        kernel = nvrtc.kernel("batched_small.cu", *batched_small(self._ctype, width, OPS[op]))
+        order, lanes = group_shape(n, self.dtype, op)
+        kernel = nvrtc.kernel("batched_small.cu",
+                              *batched_small(self._ctype, order, lanes, OPS[op]))
         targs = self.operand(t, rev, rev)
         rargs = self.operand(r, rev, False) if r is not None else targs
         fixed = (np.int32(n), np.int32(m), np.int32(unit), _value(self.dtype, alpha),
                  _real(self.dtype).type(beta)) + targs + rargs + (
                      self._info_ptr(), np.int32(order0),
                      np.int32(self.infos is not None and not fresh))
-        per_block = BLOCK // width
+        per_block = BLOCK // lanes
         step = MAX_BLOCKS * per_block
         for first in range(0, self.members, step):
             count = min(step, self.members - first)

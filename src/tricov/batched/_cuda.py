@@ -33,8 +33,8 @@ from ..backends.base import herk_ops_ok, trxm_ops_ok
 from ..backends.batched_cuda import (
     SMALL_MAX,
     BatchedCUDAExecutor,
-    group_width,
     leaf_max,
+    padded_order,
     small_max,
 )
 from ._operands import Group
@@ -193,7 +193,7 @@ class CUDAEngine:
         n = a.rows
         if n <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            if group_width(n) < SMALL_MAX:
+            if padded_order(n) < SMALL_MAX:
                 ex.small("posv", a, r=b, n=n, m=b.cols, fresh=True)
             else:  # two kernels: one holding both 32 x 32 tiles would run too few warps
                 ex.small("potrf", a, n=n, fresh=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "SHARED_MAX", "THREADS", "TILE_ROWS", "LeafShape", "batched_small",
-           "batched_tile", "block_order", "definitions", "instantiations", "leaf_shape",
-           "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ROWS", "LeafShape",
+           "batched_lanes", "batched_small", "batched_tile", "block_order", "definitions",
+           "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -20,16 +20,39 @@ _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
 _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<double>": "z"}
 
 #: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
-#: (two full tiles): with the narrowest width of every operation, what the CI compile check
-#: builds (every code path, spills where they would be, at a CI-sized compile time).
-BATCHED_HEAVY = (0, 9)  # TRSM, POSV
+#: (two full tiles, or one triangle of several lines per lane): with every operation at order
+#: 4 and the kernels of several lines per lane, what the CI compile check builds (every code
+#: path, spills where they would be, at a CI-sized compile time).
+BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
+
+#: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character,
+#: padded order and operation code (TRSM 0, POTRF 3, POTRI 6, POTRS 8, POSV 9), where not the
+#: order itself (one line per lane). Measured at batch 10240 on an H200 (each the fastest of
+#: the lanes tried, benchmarks/exp_batched_small.py; gpu_batched_lanes_h200.txt): two lines per
+#: lane (one shuffle feeds two FMAs) for the factorization and the inverse from order 12 on
+#: and for the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose
+#: elsewhere: too few members in flight at small orders, spilled registers with two tiles of
+#: order 32 (float64 TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
+#: Complex dtypes and the operations not listed keep one line per lane (not measured).
+BATCHED_LANES: dict[tuple[str, int, int], int] = {
+    **{("d", 8, op): 4 for op in (3, 6, 9)},
+    **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 6, 8, 9)},
+    ("d", 32, 3): 16, ("d", 32, 6): 16, ("f", 32, 3): 8, ("f", 32, 6): 16,
+}
 
 
-def batched_small(ctype: str, width: int, op: int) -> tuple[str, str]:
+def batched_lanes(char: str, order: int, op: int) -> int:
+    """Lanes per member of the register kernel of operation code ``op`` at (padded) ``order``
+    for the dtype of character ``char`` (see :data:`BATCHED_LANES`)."""
+    return BATCHED_LANES.get((char, order, op), order)
+
+
+def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str]:
     """Name and defining line of the register kernel of ``batched_small.cu`` for a scalar type,
-    a group width and an operation code (``TRICOV_BATCHED_SMALL``, a C-linkage kernel)."""
-    name = f"tricov_batched_small_{_TAGS[ctype]}{width}_{op}"
-    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {width}, {op})"
+    a (padded) order, lanes per member and an operation code (``TRICOV_BATCHED_SMALL``, a
+    C-linkage kernel)."""
+    name = f"tricov_batched_small_{_TAGS[ctype]}{order}x{lanes}_{op}"
+    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
 
 
 #: Tile rows of the kernels of ``batched_tile.cu`` (tiles are ``TR x 4096 / TR``).
@@ -48,8 +71,10 @@ def batched_tile(ctype: str, mode: int, rows: int, mma: bool) -> tuple[str, str]
 def definitions(source: str) -> dict[str, list[str]]:
     """Kernel-defining lines the executors append to ``source``, for the CI compile check.
 
-    Grouped by scalar type. For ``batched_small.cu``: every operation at the narrowest group
-    width (every code path) and :data:`BATCHED_HEAVY` at the widest (where registers run short).
+    Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
+    at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
+    run short), and every kernel of several lines per lane at orders 8 and 16
+    (:data:`BATCHED_LANES`).
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
@@ -59,11 +84,16 @@ def definitions(source: str) -> dict[str, list[str]]:
                 for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}
+    chars = {"float": "f", "double": "d", "tricov::cplx<float>": "F",
+             "tricov::cplx<double>": "D"}
     out: dict[str, list[str]] = {}
     for t in _TYPES:
         widest = 16 if "cplx" in t else 32
         kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
-        out[t] = [batched_small(t, w, op)[1] for w, op in kernels]
+        kernels += [(order, op) for (ch, order, op) in BATCHED_LANES
+                    if ch == chars[t] and order < widest]
+        out[t] = [batched_small(t, order, batched_lanes(chars[t], order, op), op)[1]
+                  for order, op in dict.fromkeys(kernels)]
     return out
 
 

@@ -1,10 +1,16 @@
 // tricov: register-resident kernels for batches of small matrices (order n <= N <= 32).
 //
-// A group of N lanes inside one warp (N = 4, 8, 16 or 32; 32 / N groups per warp) owns one
-// batch member. Lane l keeps one line of each operand in registers: row l of the square
-// operand ("row-owner") or column l of a right-hand-side tile ("column-owner"), whichever
-// makes the algorithm's communication a plain broadcast, so every step is a few width-N
-// shuffles and FMAs: no shared memory and no barriers. Each operation is written once, in one
+// A group of G lanes inside one warp (G a power of 2 dividing N; 32 / G groups per warp)
+// owns one batch member, and each lane keeps P = N / G lines of each operand in registers:
+// lane l holds lines l, l + G, ..., l + (P - 1) G (cyclic, so that a triangle's lines are
+// shared out evenly and a load of slot p by the group reads G consecutive memory lines).
+// A line is a row of the square operand ("row-owner") or a column of a right-hand-side tile
+// ("column-owner"), whichever makes the algorithm's communication a plain broadcast: every
+// step is a few width-G shuffles and FMAs, no shared memory and no barriers. One broadcast
+// value feeds one FMA per line the lane holds, so wider lanes (larger P, smaller G) trade
+// shuffles for registers and fewer members in flight; G = 1 is one thread per member, with no
+// shuffle at all. The launcher picks G per operation, order and dtype (backends/batched_cuda.py,
+// measured in benchmarks/exp_batched_small.py). Each operation is written once, in one
 // canonical variant (as in kernels/numba/small.py):
 //
 //   TRSM   solve L X = B (L lower n x n, B n x m), X over B      TRMM   B <- L B
@@ -16,9 +22,11 @@
 // element (i, j) of an operand is element (i, j) of its member's column-major memory, or (j, i)
 // if transposed (C order, trans, right side, uplo='U'), optionally conjugated, after an
 // optional reversal of i and j (P U P turns an upper triangle into a lower one). A lane always
-// reads and writes one memory row (coalesced across the group); when the algorithm wants the
-// other line of the operand, a butterfly transpose in registers (log2 N shuffle rounds) moves
-// it. Orders n < N are padded: loops stop at n, padding is zero and never stored.
+// reads and writes memory rows (coalesced across the group); when the algorithm wants the
+// other line of the operand, a butterfly transpose in registers (log2 G shuffle rounds and a
+// renaming of registers) moves it. Orders n < N are padded: loops stop at n, padding is zero
+// and never stored. Registers that a triangle never uses (whole blocks of G x G above the
+// diagonal) are not kept at all (Shape), which is what lets several lines fit in a lane.
 //
 // Failures are per member and never touch other members: POTRF records the first pivot that
 // is not positive (NaN included) and stores only the columns before it; TRTRI/POTRI find
@@ -49,48 +57,83 @@ template <typename R> __device__ __forceinline__ bool is_zero(cplx<R> x) {
 
 constexpr unsigned FULL = 0xffffffffu;
 
-// Lane `src` of the caller's group of N lanes.
-template <int N> __device__ __forceinline__ float bcast(float v, int src) {
-    return __shfl_sync(FULL, v, src, N);
+// Lane `src` of the caller's group of G lanes (G = 1: the caller's own value).
+template <int G> __device__ __forceinline__ float bcast(float v, int src) {
+    if constexpr (G == 1) return v;
+    else return __shfl_sync(FULL, v, src, G);
 }
-template <int N> __device__ __forceinline__ double bcast(double v, int src) {
-    return __shfl_sync(FULL, v, src, N);
+template <int G> __device__ __forceinline__ double bcast(double v, int src) {
+    if constexpr (G == 1) return v;
+    else return __shfl_sync(FULL, v, src, G);
 }
-template <int N, typename R> __device__ __forceinline__ cplx<R> bcast(cplx<R> v, int src) {
-    return cplx<R>(__shfl_sync(FULL, v.re, src, N), __shfl_sync(FULL, v.im, src, N));
+template <int G, typename R> __device__ __forceinline__ cplx<R> bcast(cplx<R> v, int src) {
+    return cplx<R>(bcast<G>(v.re, src), bcast<G>(v.im, src));
 }
 // The lane whose index differs from the caller's by `mask`.
-template <int N> __device__ __forceinline__ float partner(float v, int mask) {
-    return __shfl_xor_sync(FULL, v, mask, N);
+template <int G> __device__ __forceinline__ float partner(float v, int mask) {
+    return __shfl_xor_sync(FULL, v, mask, G);
 }
-template <int N> __device__ __forceinline__ double partner(double v, int mask) {
-    return __shfl_xor_sync(FULL, v, mask, N);
+template <int G> __device__ __forceinline__ double partner(double v, int mask) {
+    return __shfl_xor_sync(FULL, v, mask, G);
 }
-template <int N, typename R> __device__ __forceinline__ cplx<R> partner(cplx<R> v, int mask) {
-    return cplx<R>(__shfl_xor_sync(FULL, v.re, mask, N), __shfl_xor_sync(FULL, v.im, mask, N));
+template <int G, typename R> __device__ __forceinline__ cplx<R> partner(cplx<R> v, int mask) {
+    return cplx<R>(partner<G>(v.re, mask), partner<G>(v.im, mask));
 }
 
-// The N-bit mask of the lanes of the caller's group for which `pred` holds.
-template <int N> __device__ __forceinline__ unsigned group_ballot(bool pred) {
+// The G-bit mask of the lanes of the caller's group for which `pred` holds.
+template <int G> __device__ __forceinline__ unsigned group_ballot(bool pred) {
     const unsigned bits = __ballot_sync(FULL, pred);
-    if constexpr (N == 32) return bits;
-    else return (bits >> ((threadIdx.x & 31) & ~(N - 1))) & ((1u << N) - 1u);
+    if constexpr (G == 32) return bits;
+    else return (bits >> ((threadIdx.x & 31) & ~(G - 1))) & ((1u << G) - 1u);
 }
 
-// x (lane l: line l of an N x N tile) <- its transpose, by swapping the off-diagonal blocks
-// of every size s = N/2, ..., 1: element (l, r) with bit s of l != bit s of r moves to
-// (l ^ s, r ^ s). One shuffle per pair of registers per round.
-template <typename T, int N> __device__ __forceinline__ void transpose(T (&x)[N], int lane) {
+// Which registers x[p][r] of a lane's P lines are kept: all (a full tile), or those that a
+// lower triangle can use when the lines are its rows (r < (p + 1) G: line p G + l has no
+// element right of its block of G columns) or its columns (r >= p G).
+enum Shape { FULL_TILE = 0, LOWER_ROWS, LOWER_COLS };
+
+template <int G, int SHAPE> __host__ __device__ constexpr bool kept(int p, int r) {
+    return SHAPE == FULL_TILE || (SHAPE == LOWER_ROWS ? r < (p + 1) * G : r >= p * G);
+}
+__host__ __device__ constexpr int flip(int shape) {
+    return shape == LOWER_ROWS ? LOWER_COLS : shape == LOWER_COLS ? LOWER_ROWS : shape;
+}
+
+// x (shape SHAPE; lane l: lines p G + l of an N x N tile) <- its transpose (shape flip(SHAPE)).
+// The element (p G + l, r) must go to lane r % G, line r / G, position p G + l. First the
+// lane bits: for every size s = G/2, ..., 1, the elements whose bit s of r differs from bit s
+// of l move to lane l ^ s, position r ^ s (one shuffle per pair of registers per round); then
+// the block indices, by renaming registers: x[p][q G + l] <-> x[q][p G + l].
+template <typename T, int N, int G, int SHAPE>
+__device__ __forceinline__ void transpose(T (&x)[N / G][N], int lane) {
+    constexpr int P = N / G;
 #pragma unroll
-    for (int s = N / 2; s >= 1; s /= 2) {
+    for (int s = G / 2; s >= 1; s /= 2) {
         const bool high = lane & s;
 #pragma unroll
-        for (int r0 = 0; r0 < N; ++r0) {
-            if (r0 & s) continue;
-            const int r1 = r0 | s;
-            const T got = partner<N>(high ? x[r0] : x[r1], s);
-            if (high) x[r0] = got; else x[r1] = got;
+        for (int p = 0; p < P; ++p) {
+#pragma unroll
+            for (int r0 = 0; r0 < N; ++r0) {
+                if ((r0 & s) || !kept<G, SHAPE>(p, r0)) continue;
+                const int r1 = r0 | s;
+                const T got = partner<G>(high ? x[p][r0] : x[p][r1], s);
+                if (high) x[p][r0] = got; else x[p][r1] = got;
+            }
         }
+    }
+    if constexpr (P > 1) {
+        T y[P][N];
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int r = 0; r < N; ++r) y[p][r] = x[p][r];
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int q = 0; q < P; ++q)
+#pragma unroll
+                for (int l = 0; l < G; ++l)
+                    if (p != q && kept<G, flip(SHAPE)>(p, q * G + l)) x[p][q * G + l] = y[q][p * G + l];
     }
 }
 
@@ -110,17 +153,17 @@ template <typename T> struct View {
     long long ld;
     int flags, nr, nc;
 
-    // The line of a tile that lane `lane` reads or writes: memory row `lane` of the tile whose
-    // first canonical column is c0. Element r of the line is canonical (lane, c0 + r) if the
-    // operand is not transposed, else (r, c0 + lane); it sits at p[at + r * step].
-    __device__ __forceinline__ void line(int lane, int c0, long long& at, long long& step) const {
+    // Memory row `m` of the tile whose first canonical column is c0. Element r of the line is
+    // canonical (m, c0 + r) if the operand is not transposed, else (r, c0 + m); it sits at
+    // p[at + r * step].
+    __device__ __forceinline__ void line(int m, int c0, long long& at, long long& step) const {
         if (!(flags & TRANSPOSED)) {
-            const int i = (flags & REV_ROWS) ? nr - 1 - lane : lane;
+            const int i = (flags & REV_ROWS) ? nr - 1 - m : m;
             const int j = (flags & REV_COLS) ? nc - 1 - c0 : c0;
             at = i + j * ld;
             step = (flags & REV_COLS) ? -ld : ld;
         } else {
-            const int j = (flags & REV_COLS) ? nc - 1 - (c0 + lane) : c0 + lane;
+            const int j = (flags & REV_COLS) ? nc - 1 - (c0 + m) : c0 + m;
             at = j + ((flags & REV_ROWS) ? nr - 1 : 0) * ld;
             step = (flags & REV_ROWS) ? -ld : ld;
         }
@@ -170,231 +213,359 @@ struct Lower {   // i >= j (i > j if strict), and only columns j < cols
     }
 };
 
-// x <- a tile of the canonical operand: ROWS, lane l gets row l (x[r] = (l, c0 + r)); else
-// column c0 + l (x[r] = (r, c0 + l)). Elements outside the operand or the region are zero.
-template <typename T, int N, bool ROWS, typename Region>
-__device__ __forceinline__ void load_tile(T (&x)[N], const View<T>& v, bool live, int lane,
-                                          int c0, Region in) {
-    const bool mem_rows = !(v.flags & TRANSPOSED);  // lanes read memory rows: coalesced
-    long long at, step;
-    v.line(lane, c0, at, step);
+// The lines of shape SHAPE that lane `lane` reads or writes as they sit in memory: its memory
+// rows q = p G + lane (x[p][r] = element r of memory row q), the region of the operand only.
+template <typename T, int N, int G, int SHAPE, typename Region>
+__device__ __forceinline__ void load_lines(T (&x)[N / G][N], const View<T>& v, bool live,
+                                           int lane, int c0, Region in, bool mem_rows) {
 #pragma unroll
-    for (int r = 0; r < N; ++r) {
-        const int i = mem_rows ? lane : r;
-        const int j = c0 + (mem_rows ? r : lane);
-        x[r] = (live && i < v.nr && j < v.nc && in(i, j)) ? v.get(at + r * step) : T(0);
+    for (int p = 0; p < N / G; ++p) {
+        const int q = p * G + lane;
+        long long at, step;
+        v.line(q, c0, at, step);
+#pragma unroll
+        for (int r = 0; r < N; ++r) {
+            if (!kept<G, SHAPE>(p, r)) continue;
+            const int i = mem_rows ? q : r;
+            const int j = c0 + (mem_rows ? r : q);
+            x[p][r] = (live && i < v.nr && j < v.nc && in(i, j)) ? v.get(at + r * step) : T(0);
+        }
     }
-    if (ROWS != mem_rows) transpose<T, N>(x, lane);
 }
 
-// The tile x (laid out as load_tile's) back to memory, region only. x is left transposed
-// where the layouts differ, unless `restore` (one more round of shuffles).
-template <typename T, int N, bool ROWS, typename Region>
-__device__ __forceinline__ void store_tile(T (&x)[N], const View<T>& v, bool live, int lane,
-                                           int c0, Region in, bool restore = false) {
-    const bool mem_rows = !(v.flags & TRANSPOSED);
-    if (ROWS != mem_rows) transpose<T, N>(x, lane);
+template <typename T, int N, int G, int SHAPE, typename Region>
+__device__ __forceinline__ void store_lines(const T (&x)[N / G][N], const View<T>& v, bool live,
+                                            int lane, int c0, Region in, bool mem_rows) {
     lane = opaque(lane);
     c0 = opaque(c0);
-    long long at, step;
-    v.line(lane, c0, at, step);
 #pragma unroll
-    for (int r = 0; r < N; ++r) {
-        const int i = mem_rows ? lane : r;
-        const int j = c0 + (mem_rows ? r : lane);
-        if (live && i < v.nr && j < v.nc && in(i, j)) v.put(at + r * step, x[r]);
+    for (int p = 0; p < N / G; ++p) {
+        const int q = p * G + lane;
+        long long at, step;
+        v.line(q, c0, at, step);
+#pragma unroll
+        for (int r = 0; r < N; ++r) {
+            if (!kept<G, SHAPE>(p, r)) continue;
+            const int i = mem_rows ? q : r;
+            const int j = c0 + (mem_rows ? r : q);
+            if (live && i < v.nr && j < v.nc && in(i, j)) v.put(at + r * step, x[p][r]);
+        }
     }
-    if (restore && ROWS != mem_rows) transpose<T, N>(x, lane);
 }
 
-// Register `lane` of x (a run-time index, so a select over the compile-time ones).
-template <typename T, int N> __device__ __forceinline__ T own(const T (&x)[N], int lane) {
-    T d = x[0];
+// x <- a tile of the canonical operand, as lines of shape SHAPE: ROWS, line q = p G + l of
+// lane l is row q (x[p][r] = (q, c0 + r)); else column c0 + q (x[p][r] = (r, c0 + q)).
+// Elements outside the operand or the region are zero.
+template <typename T, int N, int G, bool ROWS, int SHAPE, typename Region>
+__device__ __forceinline__ void load_tile(T (&x)[N / G][N], const View<T>& v, bool live,
+                                          int lane, int c0, Region in) {
+    const bool mem_rows = !(v.flags & TRANSPOSED);  // lanes read memory rows: coalesced
+    if constexpr (N == G) {  // one line per lane: one shape either way, one copy of the code
+        load_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+        if (ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+    } else if (ROWS == mem_rows) {
+        load_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+    } else {
+        load_lines<T, N, G, flip(SHAPE)>(x, v, live, lane, c0, in, mem_rows);
+        transpose<T, N, G, flip(SHAPE)>(x, lane);
+    }
+}
+
+// The tile x (lines of shape SHAPE, as load_tile's) back to memory, region only. x is left
+// transposed where the layouts differ, unless `restore` (one more round of shuffles).
+template <typename T, int N, int G, bool ROWS, int SHAPE, typename Region>
+__device__ __forceinline__ void store_tile(T (&x)[N / G][N], const View<T>& v, bool live,
+                                           int lane, int c0, Region in, bool restore = false) {
+    const bool mem_rows = !(v.flags & TRANSPOSED);
+    if constexpr (N == G) {
+        if (ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+        store_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+        if (restore && ROWS != mem_rows) transpose<T, N, G, SHAPE>(x, lane);
+    } else if (ROWS == mem_rows) {
+        store_lines<T, N, G, SHAPE>(x, v, live, lane, c0, in, mem_rows);
+    } else {
+        transpose<T, N, G, SHAPE>(x, lane);
+        store_lines<T, N, G, flip(SHAPE)>(x, v, live, lane, c0, in, mem_rows);
+        if (restore) transpose<T, N, G, flip(SHAPE)>(x, lane);
+    }
+}
+
+// Register `q` of a line of block p (q = p G + lane: a run-time index, so a select over the
+// compile-time ones of that block).
+template <typename T, int N, int G>
+__device__ __forceinline__ T own(const T (&x)[N], int p, int lane) {
+    T d = x[p * G];
 #pragma unroll
-    for (int r = 1; r < N; ++r) d = (r == lane) ? x[r] : d;
+    for (int r = 1; r < G; ++r) d = (r == lane) ? x[p * G + r] : d;
     return d;
 }
 
-// Make register `lane` of x real (the diagonal of a Hermitian result).
-template <typename T, int N> __device__ __forceinline__ void real_diagonal(T (&x)[N], int lane) {
+// Make the diagonal element of each of the lane's lines real (a Hermitian result).
+template <typename T, int N, int G>
+__device__ __forceinline__ void real_diagonal(T (&x)[N / G][N], int lane) {
 #pragma unroll
-    for (int r = 0; r < N; ++r) if (r == lane) x[r] = T(re(x[r]));
+    for (int p = 0; p < N / G; ++p)
+#pragma unroll
+        for (int r = 0; r < G; ++r) if (r == lane) x[p][p * G + r] = T(re(x[p][p * G + r]));
+}
+
+// 1 / (diagonal element) of each of the lane's lines of a row-owner triangle.
+template <typename T, int N, int G>
+__device__ __forceinline__ void inverse_diagonal(T (&dinv)[N / G], const T (&a)[N / G][N],
+                                                 int lane) {
+#pragma unroll
+    for (int p = 0; p < N / G; ++p) dinv[p] = T(1) / own<T, N, G>(a[p], p, lane);
 }
 
 // ------------------------------------------------------------------------------ algorithms
-// a: row-owner (lane i holds row i of the lower triangle; the strict upper part of a row is
-// scratch, never stored). b: column-owner tile of right-hand sides.
+// a: row-owner (line q of lane l = q % G is row q of the lower triangle; its part right of
+// the diagonal inside the diagonal block is scratch, never stored). b: column-owner tile of
+// right-hand sides. A value broadcast from line k sits on lane k % G, block k / G.
 
-// Right-looking Cholesky. Returns, on lane j, j + 1 if pivot j was not positive (or NaN).
-template <typename T, int N> __device__ __forceinline__ int potrf_rows(T (&a)[N], int n, int lane) {
+// Right-looking Cholesky. Returns j + 1 for the first pivot j that was not positive (or NaN),
+// 0 if none (the same on every lane of the group).
+template <typename T, int N, int G>
+__device__ __forceinline__ int potrf_rows(T (&a)[N / G][N], int n, int lane) {
     using R = real_t<T>;
+    constexpr int P = N / G;
     int fail = 0;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         if (j >= n) break;
-        const R d = re(bcast<N>(a[j], j));
-        if (lane == j && !(d > R(0))) fail = j + 1;
+        const R d = re(bcast<G>(a[j / G][j], j % G));
+        if (!fail && !(d > R(0))) fail = j + 1;
         const R inv = rsqrt(d);  // NaN or infinite for a failing pivot, as 1 / sqrt(d)
-        a[j] = (lane == j) ? T(d * inv) : scale(a[j], inv);  // l_jj = sqrt(d); l_ij
+#pragma unroll
+        for (int p = 0; p < P; ++p) {  // l_jj = sqrt(d); l_ij
+            if (kept<G, LOWER_ROWS>(p, j))
+                a[p][j] = (p * G + lane == j) ? T(d * inv) : scale(a[p][j], inv);
+        }
 #pragma unroll
         for (int k = j + 1; k < N; ++k) {
             if (k >= n) break;
-            const T lkj = bcast<N>(a[j], k);
-            a[k] -= a[j] * conj_(lkj);  // rows i >= k: A_ik -= l_ij conj(l_kj)
+            const T lkj = conj_(bcast<G>(a[k / G][j], k % G));
+#pragma unroll
+            for (int p = 0; p < P; ++p)  // rows i >= k: A_ik -= l_ij conj(l_kj)
+                if (kept<G, LOWER_ROWS>(p, k)) a[p][k] -= a[p][j] * lkj;
         }
     }
     return fail;
 }
 
-// Forward substitution L X = B for one tile (dinv: this lane's 1 / l_ii, or 1 for unit).
-template <typename T, int N>
-__device__ __forceinline__ void trsm_cols(const T (&a)[N], T (&b)[N], T dinv, bool unit, int n) {
+// Forward substitution L X = B for one tile (dinv: 1 / l_qq of the lane's lines q, or 1 for
+// unit).
+template <typename T, int N, int G>
+__device__ __forceinline__ void trsm_cols(const T (&a)[N / G][N], T (&b)[N / G][N],
+                                          const T (&dinv)[N / G], bool unit, int n) {
+    constexpr int P = N / G;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         if (j >= n) break;
-        if (!unit) b[j] = b[j] * bcast<N>(dinv, j);
+        if (!unit) {
+            const T d = bcast<G>(dinv[j / G], j % G);
+#pragma unroll
+            for (int p = 0; p < P; ++p) b[p][j] = b[p][j] * d;
+        }
 #pragma unroll
         for (int i = j + 1; i < N; ++i) {
             if (i >= n) break;
-            b[i] -= bcast<N>(a[j], i) * b[j];  // l_ij from lane i
+            const T lij = bcast<G>(a[i / G][j], i % G);
+#pragma unroll
+            for (int p = 0; p < P; ++p) b[p][i] -= lij * b[p][j];
         }
     }
 }
 
 // Backward substitution L^H X = B for one tile (dinv as trsm_cols, non-unit).
-template <typename T, int N>
-__device__ __forceinline__ void trsm_h_cols(const T (&a)[N], T (&b)[N], T dinv, int n) {
+template <typename T, int N, int G>
+__device__ __forceinline__ void trsm_h_cols(const T (&a)[N / G][N], T (&b)[N / G][N],
+                                            const T (&dinv)[N / G], int n) {
+    constexpr int P = N / G;
 #pragma unroll
     for (int k = N - 1; k >= 0; --k) {
         if (k >= n) continue;
-        b[k] = b[k] * conj_(bcast<N>(dinv, k));
+        const T d = conj_(bcast<G>(dinv[k / G], k % G));
 #pragma unroll
-        for (int j = 0; j < k; ++j) b[j] -= conj_(bcast<N>(a[j], k)) * b[k];  // conj(l_kj)
+        for (int p = 0; p < P; ++p) b[p][k] = b[p][k] * d;
+#pragma unroll
+        for (int j = 0; j < k; ++j) {
+            const T lkj = conj_(bcast<G>(a[k / G][j], k % G));
+#pragma unroll
+            for (int p = 0; p < P; ++p) b[p][j] -= lkj * b[p][k];
+        }
     }
 }
 
 // B <- L B for one tile, bottom row first (row i reads only the rows above it).
-template <typename T, int N>
-__device__ __forceinline__ void trmm_cols(const T (&a)[N], T (&b)[N], bool unit, int n) {
+template <typename T, int N, int G>
+__device__ __forceinline__ void trmm_cols(const T (&a)[N / G][N], T (&b)[N / G][N], bool unit,
+                                          int n) {
+    constexpr int P = N / G;
 #pragma unroll
     for (int i = N - 1; i >= 0; --i) {
         if (i >= n) continue;
-        T acc = unit ? b[i] : bcast<N>(a[i], i) * b[i];
+        T acc[P];
+        const T lii = bcast<G>(a[i / G][i], i % G);
 #pragma unroll
-        for (int k = 0; k < i; ++k) acc += bcast<N>(a[k], i) * b[k];
-        b[i] = acc;
+        for (int p = 0; p < P; ++p) acc[p] = unit ? b[p][i] : lii * b[p][i];
+#pragma unroll
+        for (int k = 0; k < i; ++k) {
+            const T lik = bcast<G>(a[i / G][k], i % G);
+#pragma unroll
+            for (int p = 0; p < P; ++p) acc[p] += lik * b[p][k];
+        }
+#pragma unroll
+        for (int p = 0; p < P; ++p) b[p][i] = acc[p];
     }
 }
 
-// L <- L^-1 in place, columns right to left: lane i solves x_i L = e_i for its row.
-template <typename T, int N>
-__device__ __forceinline__ void trtri_rows(T (&a)[N], T dinv, int n, int lane) {
+// L <- L^-1 in place, columns right to left: each line q solves x_q L = e_q for its row.
+template <typename T, int N, int G>
+__device__ __forceinline__ void trtri_rows(T (&a)[N / G][N], const T (&dinv)[N / G], int n,
+                                           int lane) {
+    constexpr int P = N / G;
 #pragma unroll
     for (int j = N - 1; j >= 0; --j) {
         if (j >= n) continue;
-        T acc = (lane == j) ? T(1) : T(0);
+        T acc[P];
+#pragma unroll
+        for (int p = 0; p < P; ++p) acc[p] = (p * G + lane == j) ? T(1) : T(0);
 #pragma unroll
         for (int k = j + 1; k < N; ++k) {
             if (k >= n) break;
-            acc -= a[k] * bcast<N>(a[j], k);  // x_ik (0 above the diagonal) l_kj
+            const T lkj = bcast<G>(a[k / G][j], k % G);
+#pragma unroll
+            for (int p = 0; p < P; ++p)  // x_qk (0 above the diagonal) l_kj
+                if (kept<G, LOWER_ROWS>(p, k)) acc[p] -= a[p][k] * lkj;
         }
-        a[j] = acc * bcast<N>(dinv, j);
+        const T d = bcast<G>(dinv[j / G], j % G);
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+            if (kept<G, LOWER_ROWS>(p, j)) a[p][j] = acc[p] * d;
     }
 }
 
-// L <- L^H L in place, column-owner (lane j holds column j): C_ij = sum_{k >= i} conj(l_ki) l_kj.
-template <typename T, int N>
-__device__ __forceinline__ void lauum_cols(T (&c)[N], int n, int lane) {
+// L <- L^H L in place, column-owner (line q holds column q): C_iq = sum_{k >= i} conj(l_ki) l_kq.
+template <typename T, int N, int G>
+__device__ __forceinline__ void lauum_cols(T (&c)[N / G][N], int n, int lane) {
+    constexpr int P = N / G;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
         if (i >= n) break;
-        T acc = T(0);
+        T acc[P];
+#pragma unroll
+        for (int p = 0; p < P; ++p) acc[p] = T(0);
 #pragma unroll
         for (int k = i; k < N; ++k) {
             if (k >= n) break;
-            acc += conj_(bcast<N>(c[k], i)) * c[k];
+            const T lki = conj_(bcast<G>(c[i / G][k], i % G));
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+                if (kept<G, LOWER_COLS>(p, i)) acc[p] += lki * c[p][k];
         }
-        c[i] = acc;
+#pragma unroll
+        for (int p = 0; p < P; ++p)  // rows i of columns right of block i / G: not needed
+            if (kept<G, LOWER_COLS>(p, i)) c[p][i] = acc[p];
     }
-    real_diagonal<T, N>(c, lane);
+    real_diagonal<T, N, G>(c, lane);
 }
 
 // ---------------------------------------------------------------------------------- kernel
-// The body of the kernel of operation OP for width N (see TRICOV_BATCHED_SMALL below).
-template <typename T, int N, int OP>
+// The body of the kernel of operation OP for order N and G lanes per member (see
+// TRICOV_BATCHED_SMALL below).
+template <typename T, int N, int G, int OP>
 __device__ __forceinline__ void
 small(long long first, long long count, int n, int m, int unit, T alpha, real_t<T> beta,
       const long long* tp, long long tb, long long ts, long long to, long long tld, int tf,
       const long long* rp, long long rb, long long rs, long long ro, long long rld, int rf,
       int* info, int order0, int skip)
 {
-    const int lane = threadIdx.x & (N - 1);
-    const long long g = (long long)blockIdx.x * (blockDim.x / N) + threadIdx.x / N;
+    constexpr int P = N / G;
+    const int lane = threadIdx.x & (G - 1);
+    const long long g = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
     const long long k = first + g;
     bool live = g < count;
     if (live && skip && info[k] != 0) live = false;  // a failure found earlier: untouched
     const Operand top{tp, tb, ts, to, tld, tf}, rop{rp, rb, rs, ro, rld, rf};
     const View<T> t = member<T>(top, live, k, n, n);
     const View<T> r = member<T>(rop, live, k, n, m);
-    T a[N], b[N];
+    T a[P][N], b[P][N], dinv[P];
 
     if (OP == HERK) {  // T = C (lower), R = A (n x m)
-        T acc[N];
+        T acc[P][N];
 #pragma unroll
-        for (int j = 0; j < N; ++j) acc[j] = T(0);
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int j = 0; j < N; ++j) if (kept<G, LOWER_ROWS>(p, j)) acc[p][j] = T(0);
         for (int c0 = 0; c0 < m; c0 += N) {
-            load_tile<T, N, true>(b, r, live, lane, c0, Whole{});
+            load_tile<T, N, G, true, FULL_TILE>(b, r, live, lane, c0, Whole{});
 #pragma unroll
             for (int j = 0; j < N; ++j) {
                 if (j >= n) break;
 #pragma unroll
-                for (int p = 0; p < N; ++p) {
-                    if (c0 + p >= m) break;
-                    acc[j] += b[p] * conj_(bcast<N>(b[p], j));
+                for (int s = 0; s < N; ++s) {
+                    if (c0 + s >= m) break;
+                    const T ajs = conj_(bcast<G>(b[j / G][s], j % G));
+#pragma unroll
+                    for (int p = 0; p < P; ++p)
+                        if (kept<G, LOWER_ROWS>(p, j)) acc[p][j] += b[p][s] * ajs;
                 }
             }
         }
-        if (beta != real_t<T>(0)) load_tile<T, N, true>(a, t, live, lane, 0, Lower{false, n});
+        if (beta != real_t<T>(0))
+            load_tile<T, N, G, true, LOWER_ROWS>(a, t, live, lane, 0, Lower{false, n});
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-            acc[j] = scale(acc[j], re(alpha));
-            if (beta != real_t<T>(0)) acc[j] += scale(a[j], beta);
-        }
-        real_diagonal<T, N>(acc, lane);
-        store_tile<T, N, true>(acc, t, live, lane, 0, Lower{false, n});
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                if (!kept<G, LOWER_ROWS>(p, j)) continue;
+                acc[p][j] = scale(acc[p][j], re(alpha));
+                if (beta != real_t<T>(0)) acc[p][j] += scale(a[p][j], beta);
+            }
+        real_diagonal<T, N, G>(acc, lane);
+        store_tile<T, N, G, true, LOWER_ROWS>(acc, t, live, lane, 0, Lower{false, n});
         return;
     }
 
     if (OP == LAUUM) {
-        load_tile<T, N, false>(a, t, live, lane, 0, Lower{false, n});
-        lauum_cols<T, N>(a, n, lane);
-        store_tile<T, N, false>(a, t, live, lane, 0, Lower{false, n});
+        load_tile<T, N, G, false, LOWER_COLS>(a, t, live, lane, 0, Lower{false, n});
+        lauum_cols<T, N, G>(a, n, lane);
+        store_tile<T, N, G, false, LOWER_COLS>(a, t, live, lane, 0, Lower{false, n});
         return;
     }
 
     const bool strict = unit && (OP == TRSM || OP == TRMM || OP == TRTRI);
-    load_tile<T, N, true>(a, t, live, lane, 0, Lower{strict, n});
+    load_tile<T, N, G, true, LOWER_ROWS>(a, t, live, lane, 0, Lower{strict, n});
 
     if (OP == TRSM || OP == TRMM) {
-        const T dinv = unit ? T(1) : T(1) / own<T, N>(a, lane);
-        for (int c0 = 0; c0 < m; c0 += N) {
-            load_tile<T, N, false>(b, r, live, lane, c0, Whole{});
+        if (OP == TRSM) {
+            if (unit) {
 #pragma unroll
-            for (int i = 0; i < N; ++i) b[i] = alpha * b[i];
-            if (OP == TRSM) trsm_cols<T, N>(a, b, dinv, unit, n);
-            else trmm_cols<T, N>(a, b, unit, n);
-            store_tile<T, N, false>(b, r, live, lane, c0, Whole{});
+                for (int p = 0; p < P; ++p) dinv[p] = T(1);
+            } else {
+                inverse_diagonal<T, N, G>(dinv, a, lane);
+            }
+        }
+        for (int c0 = 0; c0 < m; c0 += N) {
+            load_tile<T, N, G, false, FULL_TILE>(b, r, live, lane, c0, Whole{});
+#pragma unroll
+            for (int p = 0; p < P; ++p)
+#pragma unroll
+                for (int i = 0; i < N; ++i) b[p][i] = alpha * b[p][i];
+            if (OP == TRSM) trsm_cols<T, N, G>(a, b, dinv, unit, n);
+            else trmm_cols<T, N, G>(a, b, unit, n);
+            store_tile<T, N, G, false, FULL_TILE>(b, r, live, lane, c0, Whole{});
         }
         return;
     }
 
     if (OP == POTRS) {
-        const T dinv = T(1) / own<T, N>(a, lane);
+        inverse_diagonal<T, N, G>(dinv, a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
-            load_tile<T, N, false>(b, r, live, lane, c0, Whole{});
-            trsm_cols<T, N>(a, b, dinv, false, n);
-            trsm_h_cols<T, N>(a, b, dinv, n);
-            store_tile<T, N, false>(b, r, live, lane, c0, Whole{});
+            load_tile<T, N, G, false, FULL_TILE>(b, r, live, lane, c0, Whole{});
+            trsm_cols<T, N, G>(a, b, dinv, false, n);
+            trsm_h_cols<T, N, G>(a, b, dinv, n);
+            store_tile<T, N, G, false, FULL_TILE>(b, r, live, lane, c0, Whole{});
         }
         return;
     }
@@ -402,13 +573,16 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     // Members that fail: POTRF's first non-positive pivot, or TRTRI's first zero pivot.
     int failed = 0;  // 1-based column of the failure, 0 if none
     if (OP == TRTRI || OP == POTRI) {
-        const unsigned zero = group_ballot<N>(live && !(OP == TRTRI && unit) && lane < n &&
-                                              is_zero(own<T, N>(a, lane)));
-        failed = zero ? __ffs(zero) : 0;
+#pragma unroll
+        for (int p = P - 1; p >= 0; --p) {  // the first zero line: lowest block, lowest lane
+            const unsigned zero = group_ballot<G>(
+                live && !(OP == TRTRI && unit) && p * G + lane < n &&
+                is_zero(own<T, N, G>(a[p], p, lane)));
+            if (zero) failed = p * G + __ffs(zero);
+        }
     } else {  // POTRF, POTI, POSV (every lane factors: the shuffles need the whole warp)
-        const int fail = potrf_rows<T, N>(a, n, lane);
-        const unsigned bad = group_ballot<N>(live && fail != 0);
-        failed = bad ? __ffs(bad) : 0;
+        const int fail = potrf_rows<T, N, G>(a, n, lane);
+        failed = live ? fail : 0;
     }
     if (info && live && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
 
@@ -417,49 +591,56 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     // by predicate, never by branch.
     const Lower factored{false, failed ? failed - 1 : n};
     if (OP == POTRF) {
-        store_tile<T, N, true>(a, t, live, lane, 0, factored);
+        store_tile<T, N, G, true, LOWER_ROWS>(a, t, live, lane, 0, factored);
         return;
     }
     if (OP == POSV) {  // the factor first: stored after the solves, it would spill (complex)
-        store_tile<T, N, true>(a, t, live, lane, 0, factored, true);
-        const T dinv = T(1) / own<T, N>(a, lane);
+        store_tile<T, N, G, true, LOWER_ROWS>(a, t, live, lane, 0, factored, true);
+        inverse_diagonal<T, N, G>(dinv, a, lane);
         for (int c0 = 0; c0 < m; c0 += N) {
-            load_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
-            trsm_cols<T, N>(a, b, dinv, false, n);
-            trsm_h_cols<T, N>(a, b, dinv, n);
-            store_tile<T, N, false>(b, r, live && !failed, lane, c0, Whole{});
+            load_tile<T, N, G, false, FULL_TILE>(b, r, live && !failed, lane, c0, Whole{});
+            trsm_cols<T, N, G>(a, b, dinv, false, n);
+            trsm_h_cols<T, N, G>(a, b, dinv, n);
+            store_tile<T, N, G, false, FULL_TILE>(b, r, live && !failed, lane, c0, Whole{});
         }
         return;
     }
-    if (OP == POTI) store_tile<T, N, true>(a, t, live && failed, lane, 0, factored, true);
+    if (OP == POTI)
+        store_tile<T, N, G, true, LOWER_ROWS>(a, t, live && failed, lane, 0, factored, true);
 
     // TRTRI, POTRI, POTI: the inverse of the triangle (unit: of its strict part plus I).
     const bool keep_unit = OP == TRTRI && unit;
-    const T dinv = keep_unit ? T(1) : T(1) / own<T, N>(a, lane);
-    trtri_rows<T, N>(a, dinv, n, lane);
+    if (keep_unit) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) dinv[p] = T(1);
+    } else {
+        inverse_diagonal<T, N, G>(dinv, a, lane);
+    }
+    trtri_rows<T, N, G>(a, dinv, n, lane);
     if (OP == TRTRI) {
-        store_tile<T, N, true>(a, t, live && !failed, lane, 0, Lower{keep_unit, n});
+        store_tile<T, N, G, true, LOWER_ROWS>(a, t, live && !failed, lane, 0,
+                                              Lower{keep_unit, n});
         return;
     }
-    transpose<T, N>(a, lane);  // rows of X = L^-1 -> columns, for LAUUM
-    lauum_cols<T, N>(a, n, lane);
-    store_tile<T, N, false>(a, t, live && !failed, lane, 0, Lower{false, n});
+    transpose<T, N, G, LOWER_ROWS>(a, lane);  // rows of X = L^-1 -> columns, for LAUUM
+    lauum_cols<T, N, G>(a, n, lane);
+    store_tile<T, N, G, false, LOWER_COLS>(a, t, live && !failed, lane, 0, Lower{false, n});
 }
 
-// A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, OP) for
+// A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP) for
 // the one it launches, so that CuPy can cache the binary on disk (it caches modules compiled
-// without C++ name expressions only). Members [first, first + count) of the batch, 128 / N
-// per block of 128 threads.
-#define TRICOV_BATCHED_SMALL(NAME, T, N, OP)                                                   \
+// without C++ name expressions only). Members [first, first + count) of the batch, blockDim.x
+// / G per block.
+#define TRICOV_BATCHED_SMALL(NAME, T, N, G, OP)                                                \
     extern "C" __global__ void __launch_bounds__(128)                                          \
     NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
-         tricov::real_t<T> beta, const long long* tp, long long tb, long long ts,     \
+         tricov::real_t<T> beta, const long long* tp, long long tb, long long ts,              \
          long long to, long long tld, int tf, const long long* rp, long long rb,               \
          long long rs, long long ro, long long rld, int rf, int* info, int order0, int skip)  \
     {                                                                                          \
-        tricov::batched::small<T, N, OP>(first, count, n, m, unit, alpha, beta, tp, tb, ts,    \
-                                         to, tld, tf, rp, rb, rs, ro, rld, rf, info, order0,  \
-                                         skip);                                                \
+        tricov::batched::small<T, N, G, OP>(first, count, n, m, unit, alpha, beta, tp, tb, ts, \
+                                            to, tld, tf, rp, rb, rs, ro, rld, rf, info,        \
+                                            order0, skip);                                     \
     }
 
 // ------------------------------------------------------------------- helpers of the recursion
