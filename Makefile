@@ -9,6 +9,7 @@ TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM
 .PHONY: demo test gpu-test lint bench clean
 # The GPU machine has CuPy, PyTorch and the test tools already; it runs from the source tree.
 GPU_PY ?= python3
+GPU_JOBS ?= 4
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,12 +26,16 @@ test: $(STAMP)
 # On a machine with an NVIDIA GPU: the GPU test suite, then the GPU benchmark (peers: cuBLAS,
 # cuSOLVER by pointer and PyTorch), its table on stdout and in benchmarks/gpu_dense.json.
 gpu-test:
-	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m pytest -q -m gpu -n 4 \
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m pytest -q -m gpu -n $(GPU_JOBS) \
 		-p no:cacheprovider tests
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_dense.py --quick \
 		--json benchmarks/gpu_dense.json
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m tricov.batched.bench --device gpu \
+		--ops potrf potrs posv trsm potri poti trmm syrk lauum --sizes 8 16 32 64 128 256 \
+		--repeats 3 --jobs $(GPU_JOBS)
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py dense --n 40000
-	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096 \
+		--storage device host
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m tricov.cli demo --device gpu --n 3000 --quiet \
 		--out /tmp/tricov-demo-gpu.png
 
