@@ -81,6 +81,21 @@ def test_tight_budget_on_the_gpu(cp, mode):
     _check(F, A, (TOL if mode == "DL" else 2 * TOL) + slack(N, np.float64))
 
 
+def test_tiles_uploaded_again_on_the_gpu(cp):
+    """A budget below the factor's size: the cache cannot keep every tile, so tiles go up
+    again (more bytes uploaded than the matrix holds) and the factor stays accurate."""
+    T = TLRMatrix.from_kernel(KERNEL, cp.asarray(X), tile_size=NB, tol=TOL, nugget=NUGGET,
+                              seed=0, storage="host")
+    size = T.nbytes
+    budget = int(0.7 * size)
+    before = dict(T.transfer_stats)
+    potrf(T, seed=1, device_memory=budget)
+    st = T.transfer_stats
+    assert st["h2d_bytes"] - before["h2d_bytes"] > size
+    assert 0 < st["device_peak_bytes"] <= budget == st["device_memory"]
+    _check(T, A, 2 * TOL + slack(N, np.float64))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.complex64])
 @pytest.mark.parametrize("mode", ["LL", "DL"])
 def test_other_dtypes_on_the_gpu(cp, dtype, mode):
