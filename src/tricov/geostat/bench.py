@@ -116,6 +116,8 @@ def _kernel(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _loglik(args: argparse.Namespace) -> dict[str, Any]:
+    if args.peer == "dense" and args.method != "tlr":
+        raise SystemExit("--peer dense compares the TLR path with the dense one: add --method tlr")
     n = args.n or 20000
     rng = np.random.default_rng(args.seed)
     x = jittered_grid(n, 2, rng)
@@ -134,10 +136,8 @@ def _loglik(args: argparse.Namespace) -> dict[str, Any]:
         out.update(_dense_loglik(k, x, z, args.tile_size or 512, args.workers))
     if args.peer == "sklearn":
         peer = _sklearn_loglik(x, z, args.sigma2, args.beta, args.nu, args.peer_threads)
-    elif args.peer == "dense" and args.method == "tlr":
-        peer = _dense_loglik(k, x, z, 512, args.workers)
     elif args.peer == "dense":
-        raise SystemExit("--peer dense compares the TLR path with the dense one: add --method tlr")
+        peer = _dense_loglik(k, x, z, 512, args.workers)
     else:
         return out
     out["peer"] = args.peer
