@@ -14,6 +14,10 @@
         peak and the CuPy pool's high-water mark (pool_peak_bytes: blocks are kept until
         freed, so the pool's size after a phase is the most it held).
 
+    python benchmarks/gpu_geostat.py tlr --n 100000 --tile 4096 --mode dl ll --dense
+        Mode dl: potrf_from_kernel, compression while factoring (factor_s); mode ll (the
+        default): TLRMatrix.from_kernel then potrf (factor_s = compress_s + potrf_s).
+
 Prints one table and, with --json FILE, writes the numbers. Locations: a jittered grid in the
 unit square, Morton order; Matérn (sigma2=1, beta=0.1, nu); observations standard normal.
 """
@@ -36,7 +40,7 @@ from tricov import dense
 from tricov.geostat import jittered_grid, matern
 from tricov.geostat.covariance import covariance
 from tricov.geostat.likelihood import GPU_TILE, Terms
-from tricov.tlr import TLRMatrix, morton_order, potrf
+from tricov.tlr import TLRMatrix, morton_order, potrf, potrf_from_kernel
 
 
 def _timed(record: dict, key: str, f, *args, **kwargs):
@@ -108,15 +112,17 @@ def run_dense(n: int, nu: float, seed: int) -> dict:
 
 
 def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
-            storage: str = "device", device_memory: float | None = None) -> dict:
+            storage: str = "device", device_memory: float | None = None,
+            mode: str = "ll") -> dict:
     x, z = _data(n, seed)
     kern = matern(1.0, 0.1, nu)
     # compile every kernel of the timed stages outside the timings (the solve's TRSM leaves too)
     warm = TLRMatrix.from_kernel(kern, x[:4 * 256], tile_size=256, tol=tol, storage=storage)
     potrf(warm)
     warm.solve(z[:4 * 256])
+    potrf_from_kernel(kern, x[:4 * 256], tile_size=256, tol=tol, storage=storage)
     del warm
-    out: dict = {"what": "tlr", "n": n, "tol": tol, "tile_size": tile, "nu": nu,
+    out: dict = {"what": "tlr", "mode": mode, "n": n, "tol": tol, "tile_size": tile, "nu": nu,
                  "storage": storage,
                  "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
     pool = cp.get_default_memory_pool()
@@ -126,13 +132,19 @@ def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
     if storage == "host" and device_memory is not None:
         kw["device_memory"] = int(device_memory) if device_memory > 1 else float(device_memory)
     t0 = time.perf_counter()
-    T = _timed(out, "compress_s", lambda: TLRMatrix.from_kernel(kern, x, tile_size=tile,
-                                                                 tol=tol, storage=storage))
-    out["nbytes_compressed"] = T.nbytes
-    out["compress_pool_peak_bytes"] = pool.total_bytes() - base
-    pool.free_all_blocks()
-    before = dict(T.transfer_stats or {})
-    _timed(out, "potrf_s", potrf, T, **kw)
+    if mode == "dl":  # compression and factorization in one pass
+        T = _timed(out, "factor_s", lambda: potrf_from_kernel(kern, x, tile_size=tile, tol=tol,
+                                                               storage=storage, **kw))
+        before: dict = {"d2h_bytes": 0}
+    else:
+        T = _timed(out, "compress_s", lambda: TLRMatrix.from_kernel(kern, x, tile_size=tile,
+                                                                     tol=tol, storage=storage))
+        out["nbytes_compressed"] = T.nbytes
+        out["compress_pool_peak_bytes"] = pool.total_bytes() - base
+        pool.free_all_blocks()
+        before = dict(T.transfer_stats or {})
+        _timed(out, "potrf_s", potrf, T, **kw)
+        out["factor_s"] = out["compress_s"] + out["potrf_s"]
     out["pool_peak_bytes"] = pool.total_bytes() - base
     if storage == "host":
         st = T.transfer_stats
@@ -156,8 +168,7 @@ def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
     if peer and out["dense_nbytes"] < 0.9 * free:
         peer_logdet = _dense_peer(kern, x, out)
         out["logdet_rel_diff"] = abs(peer_logdet - logdet) / abs(peer_logdet)
-        out["speedup_vs_cusolver_potrf"] = out["cusolver_potrf_s"] / (out["compress_s"]
-                                                                      + out["potrf_s"])
+        out["speedup_vs_cusolver_potrf"] = out["cusolver_potrf_s"] / out["factor_s"]
     elif peer:
         out["peer"] = f"dense needs {out['dense_nbytes'] / 2**30:.0f} GiB, {free / 2**30:.0f} free"
     return out
@@ -177,26 +188,31 @@ def main() -> None:
     p.add_argument("--device-memory", type=float, default=None,
                    help="TLR, host storage: budget in bytes, or a fraction of the free memory "
                         "if <= 1")
+    p.add_argument("--mode", nargs="+", choices=("ll", "dl"), default=["ll"],
+                   help="TLR: ll = TLRMatrix.from_kernel then potrf; dl = potrf_from_kernel "
+                        "(compression while factoring); each one given is run")
     p.add_argument("--profile", action="store_true", help="cProfile each run (top 30)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     rows = []
-    runs = [(n, s) for n in args.n for s in (args.storage if args.what == "tlr" else [None])]
-    for n, storage in runs:
+    tlr = args.what == "tlr"
+    runs = [(n, s, m) for n in args.n for s in (args.storage if tlr else [None])
+            for m in (args.mode if tlr else [None])]
+    for n, storage, mode in runs:
         prof = cProfile.Profile() if args.profile else None
         if prof:
             prof.enable()
         r = run_dense(n, args.nu, args.seed) if args.what == "dense" else \
             run_tlr(n, args.tol, args.tile, args.nu, args.seed, args.dense, storage,
-                    args.device_memory)
+                    args.device_memory, mode)
         if prof:
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         rows.append(r)
         print(json.dumps(r), flush=True)
     keys = sorted({k for r in rows for k in r})
-    print("\n" + " | ".join(["key"] + [f"n={r['n']}" + (f" {r['storage']}" if "storage" in r
-                                                         else "") for r in rows]))
+    print("\n" + " | ".join(["key"] + [f"n={r['n']}" + "".join(f" {r[k]}" for k in (
+        "storage", "mode") if k in r) for r in rows]))
     for k in keys:
         vals = [r.get(k) for r in rows]
         print(" | ".join([k] + [f"{v:.4g}" if isinstance(v, float) and math.isfinite(v)

@@ -61,8 +61,15 @@ def build(T: TLRMatrix, src: TileSource, rng: np.random.Generator, progress: boo
                 return
     else:
         norm2 = generate_diagonal(T, src)
+    from . import _panels
+
+    panels = _panels.usable(T, T.tol, T.rank, T.method)
     with Progress(max(nt - 1, 0), "compressing tiles", progress) as bar:
         for k in range(nt - 1):
+            if panels:  # CuPy: whole runs of tiles per call (tricov.tlr._panels)
+                norm2 = _panels.compress_column(T, src, k, norm2, rng)
+                bar.advance()
+                continue
             hints = rank_hints(T, k)
             for i0, i1 in panel_chunks(T.offsets, k, hints=hints):
                 if T.method == "aca":

@@ -64,7 +64,7 @@ import numpy as np
 
 from .. import dense
 from .._errors import NotPositiveDefiniteError
-from . import _columns
+from . import _columns, _panels
 from ._array import array_module, fro2, herm, zero_upper
 from ._progress import Progress
 from ._threads import tile_loops
@@ -414,6 +414,8 @@ def potrf(T: TLRMatrix, *, tol: float | None = None, rank: int | None = None,
         raise ValueError("device_memory applies to host-stored matrices (storage='host') only")
     if algorithm == "right":
         _right_looking(T, tau, rank, progress)
+    elif _panels.usable(T, tol, rank, "svd" if T.method == "svd" else "rsvd"):
+        _panels.left_looking(T, None, tol, T.anorm ** 2, np.random.default_rng(seed), progress)
     elif T.method != "svd" and _columns.usable(T, tol):
         _columns.left_looking(T, None, tol, rank, T.anorm ** 2, np.random.default_rng(seed),
                               progress)
@@ -452,7 +454,9 @@ def _potrf_dl(src: TileSource, tile_size: int, tol: float | None, rank: int | No
             norm2 = generate_diagonal(T, src)
     else:
         norm2 = generate_diagonal(T, src)
-    if method == "rsvd" and _columns.usable(T, tol):
+    if _panels.usable(T, tol, rank, method):
+        norm2 = _panels.left_looking(T, src, tol, norm2, np.random.default_rng(seed), progress)
+    elif method == "rsvd" and _columns.usable(T, tol):
         norm2 = _columns.left_looking(T, src, tol, rank, norm2, np.random.default_rng(seed),
                                       progress)
     else:

@@ -1,0 +1,304 @@
+"""Left-looking TLR Cholesky on dense tile panels, batched over the tiles of a column (GPU).
+
+The CuPy path of :func:`tricov.tlr.potrf` (mode LL) and of
+:func:`tricov.tlr.potrf_from_kernel` / :func:`~tricov.tlr.potrf_from_dense` (mode DL) for real
+tiles with a tolerance, and of the compression of :meth:`TLRMatrix.from_kernel`. It is written
+for any array module (the CPU tests run it on NumPy), but it is shaped for a GPU, where a
+dense ``nb x nb`` tile is cheap to hold and every Python call costs a launch: the work of a
+tile column is a few large batched GEMMs, and the host waits only for the ranks.
+
+For tile column ``k`` the tiles ``i >= k`` are handled as stacks ``(tiles, nb, nb)``:
+
+1. the panel of ``A`` (DL: generated; LL: the low-rank tiles expanded, ``U_ik V_ik^T``);
+2. the Schur update of the whole panel in one GEMM, ``S_i = A_ik - T_i W^T`` with
+   ``W = [U_k0 ... U_k,k-1]`` and ``T_i = [U_ij (V_ij^T V_kj)]_j``; the blocks of ``T`` are
+   two strided-batched GEMMs per earlier column ``j``, over all the panel's tiles at once;
+3. ``L_kk = potrf(S_kk)``;
+4. the off-diagonal tiles compressed by :func:`compress_stack`;
+5. ``V_ik <- L_kk^-1 V_ik`` for the whole column in one TRSM.
+
+The factor of column ``j`` is kept as two stacks ``UT[j]`` and ``VT[j]`` of shape
+``(tiles, R_j, nb)`` (``U^T`` and ``V^T`` of tiles ``i > j``, zero-padded to the column's
+largest rank ``R_j``; the short last tile row is zero-padded to ``nb`` rows), so that the
+blocks of step 2 are strided batches; at the end the tiles are copied out into ``T``.
+
+Accuracy is that of :mod:`tricov.tlr.cholesky`: each tile of the Schur complement is
+compressed once, to ``tau = tol * sqrt(norm2) / ntiles`` with the running squared norm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import batched, dense
+from ._array import array_module, fro2
+from ._progress import Progress
+from .build import tile_atol
+from .compression import _gaussian
+from .matrix import TLRMatrix
+
+__all__ = ["compress_column", "compress_stack", "left_looking", "usable"]
+
+#: Samples per round of the range finder (and the granularity of the ranks it finds).
+BLOCK = 32
+#: Largest dense panel (bytes) generated and compressed at once.
+PANEL_BYTES = 1 << 31
+
+
+def usable(T: TLRMatrix, tol: float | None, rank: int | None, method: str) -> bool:
+    """Whether this path applies: CuPy tiles of a real dtype, a tolerance, no fixed rank,
+    the randomized method."""
+    return (tol is not None and rank is None and method == "rsvd" and T.ntiles > 0
+            and T.dtype.kind == "f" and T._device is None
+            and all(type(d).__module__.startswith("cupy") for d in T._diag if d is not None))
+
+
+def _gemm_sub(C: Any, A: Any, B: Any) -> None:
+    """``C -= A @ B`` for 2-D C-contiguous ``C`` and contiguous ``A``, ``B``, in place."""
+    xp = array_module(C)
+    if xp is np:
+        C -= A @ B
+        return
+    from cupy import cublas
+
+    cublas.gemm("N", "N", A, B, out=C, alpha=-1.0, beta=1.0)
+
+
+def _orthonormalize(Y: Any, keep: Any, floor: float, QT: Any) -> Any:
+    """Orthonormal columns for the significant part of each ``Y_b`` of the stack ``(B, p, s)``.
+
+    The eigendecomposition of the Gram matrix ``Y_b^T Y_b = W diag(w) W^T`` (one batched call)
+    gives ``Y_b W w^-1/2`` for the eigenvalues ``w > floor`` (and above rounding), zero columns
+    for the others and for members with ``keep_b = 0``; two passes of projection out of the
+    basis ``QT`` (rows; None if empty) and Cholesky QR then restore orthogonality to rounding,
+    within the block and to the basis. A block of samples near a tile's convergence is numerically
+    rank deficient, which plain Cholesky QR cannot factor; the directions dropped here carry
+    less than ``floor`` and are found again by the next round if they matter.
+    """
+    xp = array_module(Y)
+    s = Y.shape[2]
+    eps = float(np.finfo(Y.dtype).eps)
+    idx = xp.arange(s)
+    w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
+    good = (w > xp.maximum(floor, (4 * s * eps) * w[:, -1:])) & (keep[:, None] > 0)
+    Y = Y @ (W * xp.where(good, 1 / xp.sqrt(xp.where(good, w, 1)), 0)[:, None, :].astype(Y.dtype))
+    drop = (~good).astype(Y.dtype)
+    for _ in range(2):
+        if QT is not None:
+            Y -= QT.transpose(0, 2, 1) @ (QT @ Y)
+        G = Y.transpose(0, 2, 1) @ Y
+        G[:, idx, idx] += drop
+        batched.potrf(G, check=False)
+        batched.trtri(G, check=False)
+        Y = Y @ xp.tril(G).transpose(0, 2, 1)
+    return Y
+
+
+def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, Any, np.ndarray]:
+    """Low-rank factors of every tile of the stack ``C`` (``(B, p, q)``, C-contiguous):
+    ``C_b ~ QT_b^T VT_b`` with ``||C_b - QT_b^T VT_b||_F <= atol`` (with high probability).
+
+    Blocked adaptive randomized range finder (Halko, Martinsson & Tropp, sec. 4.4), one
+    Gaussian block of :data:`BLOCK` columns per round shared by the tiles: the block, with
+    the directions already found projected out, estimates each tile's error,
+    ``est_b = ||Y_b||_F / sqrt(BLOCK)``; a tile whose estimate is ``<= atol / 2`` stops, the
+    others add the block, orthonormalized (:func:`_orthonormalize`), to their basis. Tiles
+    that stopped are left out of later rounds while they trail the stack. Ranks are
+    multiples of :data:`BLOCK`, less the directions that orthonormalization dropped; a tile
+    that reaches ``min(p, q)`` without a converged estimate gets an exact basis.
+
+    Returns
+    -------
+    QT : (B, R, p) array
+        ``U_b^T`` (orthonormal rows), zero beyond the tile's rank; ``R`` the largest rank.
+    VT : (B, R, q) array
+        ``V_b^T = U_b^T C_b``.
+    ranks : (B,) int64 NumPy array
+    """
+    xp = array_module(C)
+    B, p, q = C.shape
+    cap = min(p, q)
+    QT = xp.zeros((B, min(cap, 4 * BLOCK), p), dtype=C.dtype)
+    spans: list[tuple[int, int, int]] = []  # rounds (first row, rows, tiles)
+    active = np.ones(B, dtype=bool)
+    flat = C.reshape(B * p, q)
+    r = 0
+    while active.any():
+        hi = int(np.flatnonzero(active)[-1]) + 1
+        s = min(BLOCK, cap - r) if r < cap else min(BLOCK, q)  # at cap: a last estimate
+        Y = (flat[:hi * p] @ _gaussian(rng, q, s, C.dtype, xp)).reshape(hi, p, s)
+        if r:
+            Q = QT[:hi, :r]
+            Y -= Q.transpose(0, 2, 1) @ (Q @ Y)
+        est = np.sqrt(np.asarray(_host(fro2(Y)), dtype=np.float64) / s)
+        active[:hi] &= ~(est <= 0.5 * atol)
+        if r >= cap or not active[:hi].any():
+            break
+        hi = int(np.flatnonzero(active)[-1]) + 1
+        keep = xp.asarray(active[:hi].astype(C.dtype))
+        Y = _orthonormalize(Y[:hi], keep, atol * atol / 16, QT[:hi, :r] if r else None)
+        if r + s > QT.shape[1]:
+            grown = xp.zeros((B, min(cap, 2 * QT.shape[1] + s), p), dtype=C.dtype)
+            grown[:, :r] = QT[:, :r]
+            QT = grown
+        QT[:hi, r:r + s] = Y.transpose(0, 2, 1)
+        spans.append((r, s, hi))
+        r += s
+    # Tiles that filled their rank without a converged estimate: an exact basis.
+    for b in np.flatnonzero(active).tolist():
+        QT[b, :r] = 0
+        QT[b, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(C[b])[0].T
+    VT = xp.zeros((B, r, q), dtype=C.dtype)
+    for r0, s, hi in spans:
+        VT[:hi, r0:r0 + s] = QT[:hi, r0:r0 + s] @ C[:hi]
+    # Dropped directions left zero rows: move the others first, per tile.
+    used = (QT[:, :r] != 0).any(axis=2)
+    ranks = _host(used.sum(axis=1)).astype(np.int64)
+    R = int(ranks.max()) if B else 0
+    order = xp.argsort(~used, axis=1)[:, :R, None]
+    return (xp.take_along_axis(QT[:, :r], order, axis=1),
+            xp.take_along_axis(VT, order, axis=1), ranks)
+
+
+def _host(x: Any) -> np.ndarray:
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+class _Columns:
+    """The factor's tile columns as padded stacks (see the module notes)."""
+
+    def __init__(self, T: TLRMatrix) -> None:
+        self.T = T
+        self.nb = T.tile_size
+        self.sizes = np.diff(T.offsets).astype(np.int64)
+        self.UT: list[Any] = []
+        self.VT: list[Any] = []
+        self.ranks: list[np.ndarray] = []
+
+    def schur(self, C: Any, k: int, i0: int, i1: int) -> None:
+        """``C_i -= sum_j L_ij L_kj^T`` for the stack ``C`` of tiles ``i0 <= i < i1`` of
+        column ``k`` (``i0 >= k``; rows of a short last tile may be fewer than ``nb``)."""
+        used = [j for j in range(k) if self.ranks[j][k - j - 1]]
+        if not used:
+            return
+        xp = array_module(C)
+        c, rows = i1 - i0, C.shape[1]
+        width = sum(int(self.ranks[j][k - j - 1]) for j in used)
+        Tb = xp.empty((c, self.nb, width), dtype=C.dtype)
+        WT = xp.empty((width, self.nb), dtype=C.dtype)
+        col = 0
+        for j in used:
+            r, R = int(self.ranks[j][k - j - 1]), self.UT[j].shape[1]
+            s0, s1 = i0 - j - 1, i1 - j - 1
+            vk = self.VT[j][k - j - 1, :r]
+            Z = (self.VT[j][s0:s1].reshape(c * R, self.nb) @ vk.T).reshape(c, R, r)
+            Tb[:, :, col:col + r] = self.UT[j][s0:s1].transpose(0, 2, 1) @ Z
+            WT[col:col + r] = self.UT[j][k - j - 1, :r]
+            col += r
+        if rows == self.nb and C.flags.c_contiguous:
+            _gemm_sub(C.reshape(c * rows, -1), Tb.reshape(c * rows, width),
+                      WT[:, :C.shape[2]])
+        else:
+            for b in range(c):
+                C[b] -= Tb[b, :rows] @ WT[:, :C.shape[2]]
+
+    def add(self, k: int, parts: list[tuple[int, Any, Any, np.ndarray]], L: Any) -> None:
+        """Record column ``k`` from the compressed chunks ``(first tile, QT, VT, ranks)``,
+        then ``V <- L_kk^-1 V`` (one TRSM on the stacked ``V^T``)."""
+        xp = array_module(L)
+        m = self.T.ntiles - k - 1
+        ranks = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
+        R = int(ranks.max()) if m else 0
+        UT = xp.zeros((m, R, self.nb), dtype=L.dtype)
+        VT = xp.zeros((m, R, self.nb), dtype=L.dtype)
+        for i0, qt, vt, _ in parts:
+            a, c = i0 - k - 1, qt.shape[0]
+            UT[a:a + c, :qt.shape[1], :qt.shape[2]] = qt
+            VT[a:a + c, :vt.shape[1], :vt.shape[2]] = vt
+        if R:
+            dense.trsm(L, VT.reshape(m * R, self.nb), side="R", uplo="L", trans="T")
+        self.UT.append(UT)
+        self.VT.append(VT)
+        self.ranks.append(ranks)
+
+    def store(self, columns: int) -> None:
+        """Copy the tiles of the first ``columns`` columns into ``T`` (contiguous, trimmed),
+        releasing the stacks."""
+        T, off = self.T, self.T.offsets
+        for j in range(columns):
+            xp = array_module(self.UT[j])
+            for i in range(j + 1, T.ntiles):
+                r, mi = int(self.ranks[j][i - j - 1]), int(off[i + 1] - off[i])
+                T._U[i][j] = xp.ascontiguousarray(self.UT[j][i - j - 1, :r, :mi].T)
+                T._V[i][j] = xp.ascontiguousarray(self.VT[j][i - j - 1, :r].T)
+            self.UT[j] = self.VT[j] = None
+
+
+def _chunks(T: TLRMatrix, k: int) -> list[tuple[int, int]]:
+    """Tiles ``k < i < nt`` of column ``k`` in runs of at most :data:`PANEL_BYTES`, the short
+    last tile on its own."""
+    nt, nb = T.ntiles, T.tile_size
+    per = max(1, PANEL_BYTES // (nb * nb * T.dtype.itemsize))
+    stop = nt - 1 if int(T.offsets[nt] - T.offsets[nt - 1]) != nb else nt
+    out = [(i, min(i + per, stop)) for i in range(k + 1, stop, per)]
+    if stop < nt and k + 1 < nt:
+        out.append((nt - 1, nt))
+    return out
+
+
+def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
+                    rng: np.random.Generator) -> float:
+    """Generate and compress the off-diagonal tiles of column ``k`` of ``T`` (not factored;
+    :func:`tricov.tlr.build.build`), each run of tiles to the accuracy of the running squared
+    norm ``norm2``; returns it."""
+    xp = array_module(T._diag[k])
+    off = T.offsets
+    for i0, i1 in _chunks(T, k):
+        C = src.panel(k, i0, i1).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
+        norm2 += 2.0 * fro2(C, None)
+        QT, VT, ranks = compress_stack(C, tile_atol(T.tol, norm2, T.ntiles), rng)
+        for b, r in enumerate(ranks.tolist()):
+            T._U[i0 + b][k] = xp.ascontiguousarray(QT[b, :r].T)
+            T._V[i0 + b][k] = xp.ascontiguousarray(VT[b, :r].T)
+    return norm2
+
+
+def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.random.Generator,
+                 progress: bool) -> float:
+    """Factor ``T`` in place (mode LL: ``src`` None, the tiles of ``T`` are ``A``; mode DL:
+    tiles generated from ``src``, diagonal tiles already in ``T``, ``norm2`` the running
+    ``||A||_F^2``). Returns ``norm2``."""
+    from .._errors import NotPositiveDefiniteError
+    from .cholesky import _factor_diag
+
+    nt, off = T.ntiles, T.offsets
+    F = _Columns(T)
+    with Progress(nt, "TLR Cholesky (left-looking, panels)", progress) as bar:
+        for k in range(nt):
+            F.schur(T._diag[k][None], k, k, k + 1)
+            try:
+                _factor_diag(T, k)
+            except NotPositiveDefiniteError:
+                F.store(k)
+                raise
+            parts = []
+            for i0, i1 in _chunks(T, k):
+                mi, mk = int(off[i0 + 1] - off[i0]), int(off[k + 1] - off[k])
+                if src is not None:
+                    C = src.panel(k, i0, i1).reshape(i1 - i0, mi, mk)
+                    norm2 += 2.0 * fro2(C, None)
+                else:
+                    xp = array_module(T._diag[k])
+                    C = xp.empty((i1 - i0, mi, mk), dtype=T.dtype)
+                    for b, i in enumerate(range(i0, i1)):
+                        C[b] = T._U[i][k] @ T._V[i][k].T
+                        T._U[i][k] = T._V[i][k] = None  # the tiles of A are consumed
+                F.schur(C, k, i0, i1)
+                parts.append((i0, *compress_stack(C, tile_atol(tol, norm2, nt), rng)))
+                del C
+            F.add(k, parts, T._diag[k])
+            bar.advance()
+    F.store(nt)
+    return norm2
