@@ -242,10 +242,18 @@ class Kernel:
             self.fill(out.T, y, x, same=same)
             return out
         xp = array_namespace(x, y, out)
-        out = distances(x, y, metric=self.metric, radius=self.radius, out=out)
-        self.correlate(out, xp)
-        if self.params[0] != 1.0:
-            xp.multiply(out, self.params[0], out=out)
+        if xp is not np and (out is None or out.dtype == np.float64) and x.ndim == y.ndim == 2 \
+                and (self.metric == "euclidean" or x.shape[1] == y.shape[1] == 2):
+            from . import _entries_cuda  # one pass on the GPU, the same operations
+
+            if out is None:
+                out = xp.empty((x.shape[0], y.shape[0]), dtype=np.float64, order="F")
+            _entries_cuda.fill(out, x, y, self.family, self.params, self.metric, self.radius)
+        else:
+            out = distances(x, y, metric=self.metric, radius=self.radius, out=out)
+            self.correlate(out, xp)
+            if self.params[0] != 1.0:
+                xp.multiply(out, self.params[0], out=out)
         if same and self.nugget:
             k = xp.arange(min(out.shape))
             out[k, k] += self.nugget

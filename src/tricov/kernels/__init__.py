@@ -154,6 +154,12 @@ def instantiations(source: str) -> dict[str, list[str]]:
         args = ("int, int, long long, long long, double*, " + ", ".join(["const double*"] * 6)
                 + ", bool")
         out["double"] = [f"__global__ void tricov::matern_block<{nf}>({args})" for nf in (1, 2)]
+        args = ("int, int, int, const double*, long long, long long, const double*, long long, "
+                "long long, double*, long long, long long, double, double, double, double, "
+                + ", ".join(["const double*"] * 6) + ", bool")
+        out["double"] += [f"__global__ void tricov::covariance_block<{f}, {g}, {nf}>({args})"
+                          for f in range(7) for g in ("false", "true")
+                          for nf in ((1, 2) if f == 6 else (1,))]
         return out
     if source == "batched_small.cu":
         for t in _TYPES:

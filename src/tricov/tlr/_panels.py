@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import batched, dense
+from .. import dense
 from ._array import array_module, fro2
 from ._progress import Progress
 from .build import tile_atol
-from .compression import _gaussian
 from .matrix import TLRMatrix
 
 __all__ = ["compress_column", "compress_stack", "left_looking", "usable"]
@@ -67,32 +66,29 @@ def _gemm_sub(C: Any, A: Any, B: Any) -> None:
 
 
 def _orthonormalize(Y: Any, keep: Any, floor: float, QT: Any) -> Any:
-    """Orthonormal columns for the significant part of each ``Y_b`` of the stack ``(B, p, s)``.
+    """Orthonormal columns for the significant part of each ``Y_b`` of the stack ``(B, p, s)``,
+    orthogonal to the basis ``QT`` (rows; None if empty).
 
-    The eigendecomposition of the Gram matrix ``Y_b^T Y_b = W diag(w) W^T`` (one batched call)
-    gives ``Y_b W w^-1/2`` for the eigenvalues ``w > floor`` (and above rounding), zero columns
-    for the others and for members with ``keep_b = 0``; two passes of projection out of the
-    basis ``QT`` (rows; None if empty) and Cholesky QR then restore orthogonality to rounding,
-    within the block and to the basis. A block of samples near a tile's convergence is numerically
-    rank deficient, which plain Cholesky QR cannot factor; the directions dropped here carry
-    less than ``floor`` and are found again by the next round if they matter.
+    Two passes of: projection out of ``QT``, then the eigendecomposition of the Gram matrix
+    ``Y_b^T Y_b = W diag(w) W^T`` (one batched call) and ``Y_b <- Y_b W w^-1/2`` over the
+    eigenvalues ``w`` above ``floor`` (first pass) and above rounding, zero columns for the
+    others and for members with ``keep_b = 0``. A block of samples near a tile's convergence
+    is numerically rank deficient, which Cholesky QR cannot factor; the directions dropped
+    carry less than ``floor`` and are found again by the next round if they matter. The
+    second pass, on nearly orthonormal columns, restores orthogonality to rounding.
     """
     xp = array_module(Y)
-    s = Y.shape[2]
     eps = float(np.finfo(Y.dtype).eps)
-    idx = xp.arange(s)
-    w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
-    good = (w > xp.maximum(floor, (4 * s * eps) * w[:, -1:])) & (keep[:, None] > 0)
-    Y = Y @ (W * xp.where(good, 1 / xp.sqrt(xp.where(good, w, 1)), 0)[:, None, :].astype(Y.dtype))
-    drop = (~good).astype(Y.dtype)
-    for _ in range(2):
+    for npass in range(2):
         if QT is not None:
             Y -= QT.transpose(0, 2, 1) @ (QT @ Y)
-        G = Y.transpose(0, 2, 1) @ Y
-        G[:, idx, idx] += drop
-        batched.potrf(G, check=False)
-        batched.trtri(G, check=False)
-        Y = Y @ xp.tril(G).transpose(0, 2, 1)
+        w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
+        good = w > xp.maximum(floor if npass == 0 else 0.25,
+                              (4 * Y.shape[2] * eps) * w[:, -1:])
+        if npass == 0:
+            good &= keep[:, None] > 0
+        scale = xp.where(good, 1 / xp.sqrt(xp.where(good, w, 1)), 0).astype(Y.dtype)
+        Y = Y @ (W * scale[:, None, :])
     return Y
 
 
@@ -124,11 +120,12 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     spans: list[tuple[int, int, int]] = []  # rounds (first row, rows, tiles)
     active = np.ones(B, dtype=bool)
     flat = C.reshape(B * p, q)
+    gaussian = _sampler(xp, rng, q, C.dtype)
     r = 0
     while active.any():
         hi = int(np.flatnonzero(active)[-1]) + 1
         s = min(BLOCK, cap - r) if r < cap else min(BLOCK, q)  # at cap: a last estimate
-        Y = (flat[:hi * p] @ _gaussian(rng, q, s, C.dtype, xp)).reshape(hi, p, s)
+        Y = (flat[:hi * p] @ gaussian(s)).reshape(hi, p, s)
         if r:
             Q = QT[:hi, :r]
             Y -= Q.transpose(0, 2, 1) @ (Q @ Y)
@@ -160,6 +157,15 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     order = xp.argsort(~used, axis=1)[:, :R, None]
     return (xp.take_along_axis(QT[:, :r], order, axis=1),
             xp.take_along_axis(VT, order, axis=1), ranks)
+
+
+def _sampler(xp: Any, rng: np.random.Generator, rows: int, dtype: Any) -> Any:
+    """``gaussian(s)``: standard normal ``rows x s`` blocks where ``xp`` computes (on a GPU
+    from one generator seeded by ``rng``)."""
+    if xp is np:
+        return lambda s: rng.standard_normal((rows, s)).astype(dtype, copy=False)
+    gen = xp.random.RandomState(int(rng.integers(2**63)))
+    return lambda s: gen.standard_normal((rows, s), dtype=np.float64).astype(dtype, copy=False)
 
 
 def _host(x: Any) -> np.ndarray:

@@ -153,6 +153,27 @@ __device__ __forceinline__ double clenshaw(const double* a, double u2) {
     return 0.5 * u2 * b1 - b2 + a[0];
 }
 
+
+// M_nu(x): the table of NF functions (1 or 2, see the header), or with ``exact`` (or outside
+// the table) the series and the continued fraction.
+template <int NF>
+__device__ double value(double x, const Orders& o, const double* coef, const double* sub,
+                        bool exact) {
+    if (exact || !(x >= SMALL && x < TABLE_MAX)) return matern::exact(x, o);
+    int ex;
+    double f = frexp(x, &ex);
+    const double q1 = 0x1.306fe0a31b715p-1, q2 = 0x1.6a09e667f3bcdp-1,
+                 q3 = 0x1.ae89f995ad3adp-1;  // 2^(k/4) / 2, k = 1, 2, 3
+    int s = (f >= q1) + (f >= q2) + (f >= q3);
+    const double* a = coef + (static_cast<long long>((ex - E_MIN) * 4 + s) * NF) * CHEB;
+    double u2 = 2.0 * (f - sub[s]) * sub[4 + s];
+    double off = ex <= 0 ? 1.0 : 0.0;  // below 1 the table holds H - 1
+    double h_lo = off + clenshaw(a, u2);
+    if (NF == 1) return h_lo * exp(-x);
+    double h_hi = off + clenshaw(a + CHEB, u2);
+    return upward(x, static_cast<int>(o.consts[M]), h_lo, h_hi, o.up) * exp(-x);
+}
+
 }  // namespace matern
 
 // t[i * rs + j * cs] <- M_nu(t[...]) for i < rows, j < cols (strides in elements).
@@ -162,33 +183,70 @@ __global__ void matern_block(int rows, int cols, long long rs, long long cs, dou
                              const double* coef, const double* sub, const double* consts,
                              const double* temme, const double* steed, const double* up,
                              bool exact) {
-    using namespace matern;
-    const Orders o{consts, temme, steed, up};
+    const matern::Orders o{consts, temme, steed, up};
     long long total = static_cast<long long>(rows) * cols;
     for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
          e += static_cast<long long>(gridDim.x) * blockDim.x) {
         int i = static_cast<int>(e % rows), j = static_cast<int>(e / rows);
         double* p = t + i * rs + j * cs;
-        double x = *p;
-        if (exact || !(x >= SMALL && x < TABLE_MAX)) {
-            *p = matern::exact(x, o);
-            continue;
-        }
-        int ex;
-        double f = frexp(x, &ex);
-        const double q1 = 0x1.306fe0a31b715p-1, q2 = 0x1.6a09e667f3bcdp-1,
-                     q3 = 0x1.ae89f995ad3adp-1;  // 2^(k/4) / 2, k = 1, 2, 3
-        int s = (f >= q1) + (f >= q2) + (f >= q3);
-        const double* a = coef + (static_cast<long long>((ex - E_MIN) * 4 + s) * NF) * CHEB;
-        double u2 = 2.0 * (f - sub[s]) * sub[4 + s];
-        double off = ex <= 0 ? 1.0 : 0.0;  // below 1 the table holds H - 1
-        double h_lo = off + clenshaw(a, u2);
-        if (NF == 1) {
-            *p = h_lo * exp(-x);
+        *p = matern::value<NF>(*p, o, coef, sub, exact);
+    }
+}
+
+// Covariance families of covariance_block (tricov/geostat/_entries_cuda.py).
+enum Family { EXPONENTIAL, SQEXP, POWEXP, MATERN05, MATERN15, MATERN25, MATERN };
+
+// out[i * rs + j * cs] <- sigma2 C(|x_i - y_j| / beta) in one pass: the distance (Euclidean
+// in d coordinates, or great-circle on (longitude, latitude) in degrees on a sphere of
+// ``radius``), the correlation of FAMILY (``third``: nu or alpha; the Matern arrays and NF
+// as in matern_block for MATERN), computed as the CPU path does (tricov/geostat/kernels.py,
+// distance.py). x and y are addressed through (row, column) strides in elements. Threads
+// run down i (the contiguous direction of ``out``), blocks of the second grid dimension
+// across j.
+template <int FAMILY, bool GREAT_CIRCLE, int NF>
+__global__ void covariance_block(int rows, int cols, int d, const double* x, long long xr,
+                                 long long xc, const double* y, long long yr, long long yc,
+                                 double* out, long long rs, long long cs, double sigma2,
+                                 double beta, double third, double radius, const double* coef,
+                                 const double* sub, const double* consts, const double* temme,
+                                 const double* steed, const double* up, bool exact) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const double* xi = x + i * xr;
+    const double half_rad = 3.14159265358979323846 / 360.0;
+    const double cos_i = GREAT_CIRCLE ? cos(xi[xc] * (2 * half_rad)) : 0.0;
+    const matern::Orders o{consts, temme, steed, up};
+    for (int j = blockIdx.y; j < cols; j += gridDim.y) {
+        const double* yj = y + j * yr;
+        double r;
+        if (GREAT_CIRCLE) {
+            double a = sin((xi[xc] - yj[yc]) * half_rad);
+            double b = sin((xi[0] - yj[0]) * half_rad);
+            double h = a * a + b * b * cos_i * cos(yj[yc] * (2 * half_rad));
+            r = asin(fmin(sqrt(h), 1.0)) * (2.0 * radius);
         } else {
-            double h_hi = off + clenshaw(a + CHEB, u2);
-            *p = upward(x, static_cast<int>(consts[M]), h_lo, h_hi, up) * exp(-x);
+            double s = 0.0;
+            for (int c = 0; c < d; ++c) {
+                double dc = xi[c * xc] - yj[c * yc];
+                s += dc * dc;
+            }
+            r = sqrt(s);
         }
+        double t = r / beta, v;
+        if (FAMILY == EXPONENTIAL || FAMILY == MATERN05) {
+            v = exp(-t);
+        } else if (FAMILY == MATERN15) {
+            v = (t + 1.0) * exp(-t);
+        } else if (FAMILY == MATERN25) {
+            v = (t * (t * (1.0 / 3.0) + 1.0) + 1.0) * exp(-t);
+        } else if (FAMILY == SQEXP) {
+            v = exp(t * t * -0.5);
+        } else if (FAMILY == POWEXP) {
+            v = exp(-pow(t, third));
+        } else {
+            v = matern::value<NF>(t, o, coef, sub, exact);
+        }
+        out[i * rs + j * cs] = sigma2 == 1.0 ? v : v * sigma2;
     }
 }
 
