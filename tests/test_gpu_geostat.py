@@ -131,8 +131,16 @@ def test_predict_on_the_gpu(cp, method):
     m_gpu, v_gpu = predict(x, z, new, params, method=method, tol=1e-10, tile_size=200,
                            chunk=128, device="gpu")
     assert isinstance(m_gpu, np.ndarray) and isinstance(v_gpu, np.ndarray)
-    np.testing.assert_allclose(m_gpu, m_cpu, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(v_gpu, v_cpu, rtol=1e-6, atol=1e-8)
+    if method == "dense":
+        np.testing.assert_allclose(m_gpu, m_cpu, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(v_gpu, v_cpu, rtol=1e-6, atol=1e-8)
+        return
+    # Two TLR factorizations (different algorithms and random draws) of this ill-conditioned
+    # matrix (no nugget) differ from the exact prediction by about 5e-8 each: the GPU's error
+    # must be of the order of the CPU's, against the dense prediction.
+    m_ref, v_ref = predict(x, z, new, params, method="dense")
+    for got, cpu, ref in ((m_gpu, m_cpu, m_ref), (v_gpu, v_cpu, v_ref)):
+        assert np.abs(got - ref).max() <= 4 * np.abs(cpu - ref).max() + 1e-12
 
 
 def test_fit_on_the_gpu_matches_the_cpu(cp):

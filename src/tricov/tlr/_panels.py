@@ -97,12 +97,13 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     ``C_b ~ QT_b^T VT_b`` with ``||C_b - QT_b^T VT_b||_F <= atol`` (with high probability).
 
     Blocked adaptive randomized range finder (Halko, Martinsson & Tropp, sec. 4.4), one
-    Gaussian block of :data:`BLOCK` columns per round shared by the tiles: the block, with
-    the directions already found projected out, estimates each tile's error,
-    ``est_b = ||Y_b||_F / sqrt(BLOCK)``; a tile whose estimate is ``<= atol / 2`` stops, the
-    others add the block, orthonormalized (:func:`_orthonormalize`), to their basis. Tiles
-    that stopped are left out of later rounds while they trail the stack. Ranks are
-    multiples of :data:`BLOCK`, less the directions that orthonormalization dropped; a tile
+    Gaussian block per round shared by the tiles (:data:`BLOCK` columns, later half the basis
+    size): the block, with the directions already found projected out, estimates each tile's
+    error, ``est_b = ||Y_b||_F / sqrt(s)`` for ``s`` columns; a tile whose estimate is
+    ``<= atol / 2`` stops, the others add the block, orthonormalized by pieces of
+    :data:`BLOCK` columns (:func:`_orthonormalize`), to their basis. Tiles
+    that stopped are left out of later rounds while they trail the stack. Ranks are sums of
+    block sizes, less the directions that orthonormalization dropped; a tile
     that reaches ``min(p, q)`` without a converged estimate gets an exact basis.
 
     Returns
@@ -124,7 +125,10 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     r = 0
     while active.any():
         hi = int(np.flatnonzero(active)[-1]) + 1
-        s = min(BLOCK, cap - r) if r < cap else min(BLOCK, q)  # at cap: a last estimate
+        # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
+        # ranks; directions that carry nothing are dropped by _orthonormalize); at cap: an
+        # estimate only
+        s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
         Y = (flat[:hi * p] @ gaussian(s)).reshape(hi, p, s)
         if r:
             Q = QT[:hi, :r]
@@ -135,14 +139,17 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
             break
         hi = int(np.flatnonzero(active)[-1]) + 1
         keep = xp.asarray(active[:hi].astype(C.dtype))
-        Y = _orthonormalize(Y[:hi], keep, atol * atol / 16, QT[:hi, :r] if r else None)
         if r + s > QT.shape[1]:
             grown = xp.zeros((B, min(cap, 2 * QT.shape[1] + s), p), dtype=C.dtype)
             grown[:, :r] = QT[:, :r]
             QT = grown
-        QT[:hi, r:r + s] = Y.transpose(0, 2, 1)
-        spans.append((r, s, hi))
-        r += s
+        for c0 in range(0, s, BLOCK):  # the batched eigensolver takes orders <= 32
+            c1 = min(s, c0 + BLOCK)
+            Yc = _orthonormalize(Y[:hi, :, c0:c1], keep, atol * atol / 16,
+                                 QT[:hi, :r] if r else None)
+            QT[:hi, r:r + c1 - c0] = Yc.transpose(0, 2, 1)
+            spans.append((r, c1 - c0, hi))
+            r += c1 - c0
     # Tiles that filled their rank without a converged estimate: an exact basis.
     for b in np.flatnonzero(active).tolist():
         QT[b, :r] = 0
