@@ -55,15 +55,16 @@ class LeafSizes:
 # GPU (float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100, benchmarks/README.md):
 # TRSM/TRMM leaves of 128 rows, best of 128/256/512 for square 4096..16384, 16384 x 64..256 and
 # inside POTRI; TRTRI and LAUUM leaves are tricov's shared-memory kernels, whose largest block
-# (kernels.block_order: 128, 64 for complex128) is the leaf size. POTRF leaves of 1024 go to
-# cuSOLVER: measured faster than recursing down to the 128-row shared-memory leaf at every size
-# up to 16384 (equal at 32768). SYRK 512.
+# (kernels.block_order: 128, 64 for complex128) is the leaf size. POTRF leaves of 4096 go to
+# cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
+# best or within 2% of best of the leaves 128 ... 16384 and the whole matrix at n = 4096 ...
+# 32768; 1024, the earlier default, was 10-40% slower below 16384). SYRK 512.
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=1024, trtri=block,
+    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=4096, trtri=block,
                             lauum=block)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for

@@ -101,10 +101,11 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     size): the block, with the directions already found projected out, estimates each tile's
     error, ``est_b = ||Y_b||_F / sqrt(s)`` for ``s`` columns; a tile whose estimate is
     ``<= atol / 2`` stops, the others add the block, orthonormalized by pieces of
-    :data:`BLOCK` columns (:func:`_orthonormalize`), to their basis. Tiles
-    that stopped are left out of later rounds while they trail the stack. Ranks are sums of
-    block sizes, less the directions that orthonormalization dropped; a tile
-    that reaches ``min(p, q)`` without a converged estimate gets an exact basis.
+    :data:`BLOCK` columns (:func:`_orthonormalize`), to their basis, and ``V^T = Q^T C`` of
+    the new rows. When a quarter of the tiles in the rounds have stopped, the others are
+    gathered into a smaller stack, so that later rounds read only them. Ranks are sums of
+    block sizes, less the directions that orthonormalization dropped; a tile that reaches
+    ``min(p, q)`` without a converged estimate gets an exact basis.
 
     Returns
     -------
@@ -117,53 +118,68 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     xp = array_module(C)
     B, p, q = C.shape
     cap = min(p, q)
-    QT = xp.zeros((B, min(cap, 4 * BLOCK), p), dtype=C.dtype)
-    spans: list[tuple[int, int, int]] = []  # rounds (first row, rows, tiles)
-    active = np.ones(B, dtype=bool)
-    flat = C.reshape(B * p, q)
     gaussian = _sampler(xp, rng, q, C.dtype)
+    idx = np.arange(B)  # the tiles still in the rounds, and their stacks
+    Cw = C
+    QTw = xp.zeros((B, min(cap, 4 * BLOCK), p), dtype=C.dtype)
+    VTw = xp.zeros((B, QTw.shape[1], q), dtype=C.dtype)
+    active = np.ones(B, dtype=bool)
+    final: list[tuple[Any, Any]] = [(None, None)] * B
     r = 0
     while active.any():
-        hi = int(np.flatnonzero(active)[-1]) + 1
+        if active.sum() <= 0.75 * idx.size:  # gather the tiles still in the rounds
+            for j in np.flatnonzero(~active).tolist():
+                final[idx[j]] = (QTw[j, :r], VTw[j, :r])
+            sel = np.flatnonzero(active)
+            dev = xp.asarray(sel)
+            Cw, QTw, VTw = Cw[dev], QTw[dev], VTw[dev]
+            idx, active = idx[sel], active[sel]
+        m = idx.size
         # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
         # ranks; directions that carry nothing are dropped by _orthonormalize); at cap: an
         # estimate only
         s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
-        Y = (flat[:hi * p] @ gaussian(s)).reshape(hi, p, s)
+        Y = (Cw.reshape(m * p, q) @ gaussian(s)).reshape(m, p, s)
         if r:
-            Q = QT[:hi, :r]
+            Q = QTw[:, :r]
             Y -= Q.transpose(0, 2, 1) @ (Q @ Y)
         est = np.sqrt(np.asarray(_host(fro2(Y)), dtype=np.float64) / s)
-        active[:hi] &= ~(est <= 0.5 * atol)
-        if r >= cap or not active[:hi].any():
+        active &= ~(est <= 0.5 * atol)
+        if r >= cap or not active.any():
             break
-        hi = int(np.flatnonzero(active)[-1]) + 1
-        keep = xp.asarray(active[:hi].astype(C.dtype))
-        if r + s > QT.shape[1]:
-            grown = xp.zeros((B, min(cap, 2 * QT.shape[1] + s), p), dtype=C.dtype)
-            grown[:, :r] = QT[:, :r]
-            QT = grown
+        keep = xp.asarray(active.astype(C.dtype))
+        if r + s > QTw.shape[1]:
+            rows = min(cap, 2 * QTw.shape[1] + s)
+            QTw = xp.concatenate([QTw[:, :r], xp.zeros((m, rows - r, p), C.dtype)], axis=1)
+            VTw = xp.concatenate([VTw[:, :r], xp.zeros((m, rows - r, q), C.dtype)], axis=1)
+        r0 = r
         for c0 in range(0, s, BLOCK):  # the batched eigensolver takes orders <= 32
             c1 = min(s, c0 + BLOCK)
-            Yc = _orthonormalize(Y[:hi, :, c0:c1], keep, atol * atol / 16,
-                                 QT[:hi, :r] if r else None)
-            QT[:hi, r:r + c1 - c0] = Yc.transpose(0, 2, 1)
-            spans.append((r, c1 - c0, hi))
+            Yc = _orthonormalize(Y[:, :, c0:c1], keep, atol * atol / 16,
+                                 QTw[:, :r] if r else None)
+            QTw[:, r:r + c1 - c0] = Yc.transpose(0, 2, 1)
             r += c1 - c0
-    # Tiles that filled their rank without a converged estimate: an exact basis.
-    for b in np.flatnonzero(active).tolist():
-        QT[b, :r] = 0
-        QT[b, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(C[b])[0].T
-    VT = xp.zeros((B, r, q), dtype=C.dtype)
-    for r0, s, hi in spans:
-        VT[:hi, r0:r0 + s] = QT[:hi, r0:r0 + s] @ C[:hi]
-    # Dropped directions left zero rows: move the others first, per tile.
-    used = (QT[:, :r] != 0).any(axis=2)
-    ranks = _host(used.sum(axis=1)).astype(np.int64)
+        VTw[:, r0:r] = QTw[:, r0:r] @ Cw
+    for j in range(idx.size):
+        if active[j]:  # filled its rank without a converged estimate: an exact basis
+            QTw[j, :r] = 0
+            QTw[j, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(Cw[j])[0].T
+            VTw[j, :r] = QTw[j, :r] @ Cw[j]
+        final[idx[j]] = (QTw[j, :r], VTw[j, :r])
+    # Directions dropped, or rounds after a tile stopped, left zero rows: keep the others.
+    used = [(qt != 0).any(axis=1) for qt, _ in final]
+    counts = _host(xp.stack([u.sum() for u in used])) if B else np.zeros(0)
+    ranks = np.asarray(counts, dtype=np.int64)
     R = int(ranks.max()) if B else 0
-    order = xp.argsort(~used, axis=1)[:, :R, None]
-    return (xp.take_along_axis(QT[:, :r], order, axis=1),
-            xp.take_along_axis(VT, order, axis=1), ranks)
+    QT = xp.zeros((B, R, p), dtype=C.dtype)
+    VT = xp.zeros((B, R, q), dtype=C.dtype)
+    for b, ((qt, vt), u) in enumerate(zip(final, used, strict=True)):
+        if ranks[b] == qt.shape[0]:
+            QT[b, :ranks[b]], VT[b, :ranks[b]] = qt, vt
+        elif ranks[b]:
+            rows = xp.flatnonzero(u)
+            QT[b, :ranks[b]], VT[b, :ranks[b]] = qt[rows], vt[rows]
+    return QT, VT, ranks
 
 
 def _sampler(xp: Any, rng: np.random.Generator, rows: int, dtype: Any) -> Any:
