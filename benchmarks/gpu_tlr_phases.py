@@ -39,6 +39,9 @@ def main() -> None:
     p.add_argument("--n", type=int, default=100000)
     p.add_argument("--tile", type=int, nargs="+", default=[4096])
     p.add_argument("--tol", type=float, default=1e-8)
+    p.add_argument("--kernels", action="store_true",
+                   help="also a run under torch.profiler: GPU time per kernel (top 25) and "
+                        "the GPU's busy time against the wall time")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     x = jittered_grid(args.n, 2, rng)
@@ -78,6 +81,26 @@ def main() -> None:
         print(f"  {'other':20s} {phased - sum(table.values()):8.3f} s", flush=True)
         del F
         cp.get_default_memory_pool().free_all_blocks()
+        if args.kernels:
+            _kernel_profile(kern, x, tile, args.tol)
+
+
+def _kernel_profile(kern, x, tile: int, tol: float) -> None:
+    """GPU time per kernel of one factorization (torch.profiler sees every CUDA kernel of
+    the process, CuPy's and cuBLAS's included)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cp.cuda.Device().synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        potrf_from_kernel(kern, x, tile_size=tile, tol=tol)
+        cp.cuda.Device().synchronize()
+        wall = time.perf_counter() - t0
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    busy = sum(e.device_time_total for e in events) / 1e6
+    print(f"  profiled run {wall:.3f} s, GPU busy {busy:.3f} s (kernels and copies)")
+    for e in sorted(events, key=lambda e: -e.device_time_total)[:25]:
+        print(f"    {e.device_time_total / 1e3:9.1f} ms {e.count:6d}x  {e.key[:90]}")
 
 
 if __name__ == "__main__":
