@@ -42,6 +42,7 @@ def main() -> None:
     p.add_argument("--kernels", action="store_true",
                    help="also a run under torch.profiler: GPU time per kernel (top 25) and "
                         "the GPU's busy time against the wall time")
+    p.add_argument("--host", action="store_true", help="also a cProfile of one run (top 25)")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     x = jittered_grid(args.n, 2, rng)
@@ -83,6 +84,16 @@ def main() -> None:
         cp.get_default_memory_pool().free_all_blocks()
         if args.kernels:
             _kernel_profile(kern, x, tile, args.tol)
+        if args.host:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            potrf_from_kernel(kern, x, tile_size=tile, tol=args.tol)
+            cp.cuda.Device().synchronize()
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def _kernel_profile(kern, x, tile: int, tol: float) -> None:

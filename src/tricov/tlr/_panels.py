@@ -28,6 +28,7 @@ compressed once, to ``tau = tol * sqrt(norm2) / ntiles`` with the running square
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -83,13 +84,54 @@ def _orthonormalize(Y: Any, keep: Any, floor: float, QT: Any) -> Any:
         if QT is not None:
             Y -= QT.transpose(0, 2, 1) @ (QT @ Y)
         w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
-        good = w > xp.maximum(floor if npass == 0 else 0.25,
-                              (4 * Y.shape[2] * eps) * w[:, -1:])
-        if npass == 0:
-            good &= keep[:, None] > 0
-        scale = xp.where(good, 1 / xp.sqrt(xp.where(good, w, 1)), 0).astype(Y.dtype)
+        scale = _scales(w, keep if npass == 0 else None, floor if npass == 0 else 0.25,
+                        4 * Y.shape[2] * eps)
         Y = Y @ (W * scale[:, None, :])
     return Y
+
+
+def _scales(w: Any, keep: Any, floor: float, rel: float) -> Any:
+    """``w^-1/2`` where ``w > max(floor, rel * max(w))`` (and ``keep > 0``), else 0, per row of
+    the eigenvalues ``w`` (ascending); one fused kernel on a GPU."""
+    xp = array_module(w)
+    keep = xp.ones(w.shape[0], dtype=w.dtype) if keep is None else keep
+    if xp is np:
+        good = (w > np.maximum(floor, rel * w[:, -1:])) & (keep[:, None] > 0)
+        return np.where(good, 1 / np.sqrt(np.where(good, w, 1)), 0).astype(w.dtype)
+    return _scale_kernel()(w, w[:, -1:], keep[:, None], w.dtype.type(floor), w.dtype.type(rel))
+
+
+@functools.cache
+def _scale_kernel() -> Any:
+    import cupy
+
+    return cupy.ElementwiseKernel(
+        "T w, T top, T keep, T floor, T rel", "T scale",
+        "scale = (keep > 0 && w > max(floor, rel * top)) ? 1 / sqrt(w) : 0",
+        "tricov_tlr_panel_scale")
+
+
+@functools.cache
+def _normal_kernel() -> Any:
+    import cupy
+
+    # Standard normal deviates from a counter-based hash (splitmix64 of seed + index, two
+    # uniforms, Box-Muller): asynchronous, unlike a host-API generator call.
+    return cupy.ElementwiseKernel(
+        "uint64 seed", "T z",
+        """
+        unsigned long long a = seed + 2ull * (unsigned long long)i;
+        double u[2];
+        for (int k = 0; k < 2; ++k) {
+            unsigned long long x = a + (unsigned long long)k + 0x9e3779b97f4a7c15ull;
+            x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+            x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+            x ^= x >> 31;
+            u[k] = ((x >> 11) + 0.5) * 0x1.0p-53;
+        }
+        z = (T)(sqrt(-2.0 * log(u[0])) * cospi(2.0 * u[1]));
+        """,
+        "tricov_tlr_panel_normal")
 
 
 def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, Any, np.ndarray]:
@@ -121,8 +163,8 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
     gaussian = _sampler(xp, rng, q, C.dtype)
     idx = np.arange(B)  # the tiles still in the rounds, and their stacks
     Cw = C
-    QTw = xp.zeros((B, min(cap, 4 * BLOCK), p), dtype=C.dtype)
-    VTw = xp.zeros((B, QTw.shape[1], q), dtype=C.dtype)
+    QTw = xp.zeros((B, 0, p), dtype=C.dtype)  # contiguous (appended to), so that the
+    VTw = xp.zeros((B, 0, q), dtype=C.dtype)  # products take them without copies
     active = np.ones(B, dtype=bool)
     final: list[tuple[Any, Any]] = [(None, None)] * B
     r = 0
@@ -141,25 +183,20 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
         s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
         Y = (Cw.reshape(m * p, q) @ gaussian(s)).reshape(m, p, s)
         if r:
-            Q = QTw[:, :r]
-            Y -= Q.transpose(0, 2, 1) @ (Q @ Y)
+            Y -= QTw.transpose(0, 2, 1) @ (QTw @ Y)
         est = np.sqrt(np.asarray(_host(fro2(Y)), dtype=np.float64) / s)
         active &= ~(est <= 0.5 * atol)
         if r >= cap or not active.any():
             break
         keep = xp.asarray(active.astype(C.dtype))
-        if r + s > QTw.shape[1]:
-            rows = min(cap, 2 * QTw.shape[1] + s)
-            QTw = xp.concatenate([QTw[:, :r], xp.zeros((m, rows - r, p), C.dtype)], axis=1)
-            VTw = xp.concatenate([VTw[:, :r], xp.zeros((m, rows - r, q), C.dtype)], axis=1)
-        r0 = r
+        new = []
         for c0 in range(0, s, BLOCK):  # the batched eigensolver takes orders <= 32
-            c1 = min(s, c0 + BLOCK)
-            Yc = _orthonormalize(Y[:, :, c0:c1], keep, atol * atol / 16,
-                                 QTw[:, :r] if r else None)
-            QTw[:, r:r + c1 - c0] = Yc.transpose(0, 2, 1)
-            r += c1 - c0
-        VTw[:, r0:r] = QTw[:, r0:r] @ Cw
+            Yc = _orthonormalize(Y[:, :, c0:c0 + BLOCK], keep, atol * atol / 16,
+                                 QTw if QTw.shape[1] else None)
+            new.append(Yc.transpose(0, 2, 1))
+            QTw = xp.concatenate([QTw, new[-1]], axis=1)
+        r += s
+        VTw = xp.concatenate([VTw, xp.concatenate(new, axis=1) @ Cw], axis=1)
     for j in range(idx.size):
         if active[j]:  # filled its rank without a converged estimate: an exact basis
             QTw[j, :r] = 0
@@ -183,12 +220,20 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
 
 
 def _sampler(xp: Any, rng: np.random.Generator, rows: int, dtype: Any) -> Any:
-    """``gaussian(s)``: standard normal ``rows x s`` blocks where ``xp`` computes (on a GPU
-    from one generator seeded by ``rng``)."""
+    """``gaussian(s)``: independent standard normal ``rows x s`` blocks where ``xp`` computes
+    (on a GPU from one seed that ``rng`` draws, by :func:`_normal_kernel`)."""
     if xp is np:
         return lambda s: rng.standard_normal((rows, s)).astype(dtype, copy=False)
-    gen = xp.random.RandomState(int(rng.integers(2**63)))
-    return lambda s: gen.standard_normal((rows, s), dtype=np.float64).astype(dtype, copy=False)
+    seed = int(rng.integers(2**62))
+    drawn = [0]
+
+    def gaussian(s: int) -> Any:
+        out = xp.empty((rows, s), dtype=dtype)
+        _normal_kernel()(np.uint64(seed + 2 * drawn[0]), out)
+        drawn[0] += rows * s
+        return out
+
+    return gaussian
 
 
 def _host(x: Any) -> np.ndarray:
