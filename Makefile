@@ -34,7 +34,7 @@ gpu-test:
 		--ops potrf potrs posv trsm potri poti trmm syrk lauum --sizes 8 16 32 64 128 256 \
 		--repeats 3 --jobs $(GPU_JOBS)
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py dense --n 40000
-	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096 \
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) benchmarks/gpu_geostat.py tlr --n 50000 --tile 4096 --mode dl ll \
 		--storage device host
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PY) -m tricov.cli demo --device gpu --n 3000 --quiet \
 		--out /tmp/tricov-demo-gpu.png
