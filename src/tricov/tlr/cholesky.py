@@ -38,7 +38,10 @@ runs on compiled kernels (:mod:`tricov.tlr._columns`, :mod:`tricov.kernels.numba
 factor is kept as packed tile rows of ``U`` and tile columns of ``V``, so that the update of
 a tile is applied as ``U_i (Pblk_i (W^T Z))`` with the small blocks ``V_ij^T V_kj`` of one
 product per column, and the tiles of a column are compressed in parallel
-(``numba.get_num_threads()`` threads, BLAS on one thread each). Other dtypes, CuPy arrays, the
+(``numba.get_num_threads()`` threads, BLAS on one thread each). On the GPU (real CuPy tiles
+with a tolerance) both modes run on dense panels of whole tile columns instead
+(:mod:`tricov.tlr._panels`): a dense Schur tile costs little there, and one GEMM per column
+update and a batched range finder per column keep the launches few. Other dtypes, the
 fixed-rank mode and ``method='svd'`` take the array-module path described above.
 
 Accuracy. Let ``tau = tol * anorm / ntiles`` (see :class:`~tricov.tlr.TLRMatrix`). Each
