@@ -117,8 +117,9 @@ def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
     x, z = _data(n, seed)
     kern = matern(1.0, 0.1, nu)
     # compile every kernel of the timed stages outside the timings (the solve's TRSM leaves
-    # too): the same tile size on three tiles, so that every kernel instantiation is met
-    m = min(n, 3 * tile)
+    # too): the same tile size on six tiles and a short one, so that every kernel and branch
+    # is met (a fresh machine compiles CuPy's kernels too)
+    m = min(n, 6 * tile + tile // 5)
     warm = TLRMatrix.from_kernel(kern, x[:m], tile_size=tile, tol=tol, storage=storage)
     potrf(warm)
     warm.solve(z[:m])
