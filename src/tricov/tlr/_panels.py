@@ -47,12 +47,24 @@ BLOCK = 32
 PANEL_BYTES = 1 << 31
 
 
+#: Fraction of the free device memory that the padded column stacks may be expected to take:
+#: about ``n^2`` bytes in float64 when the largest rank of a column is an eighth of the tile
+#: size (covariances at tol 1e-8: 9 GB at n = 100000). Larger problems take the tile-by-tile
+#: path of :mod:`tricov.tlr.cholesky`, whose storage is exact.
+MEMORY_SHARE = 0.5
+
+
 def usable(T: TLRMatrix, tol: float | None, rank: int | None, method: str) -> bool:
     """Whether this path applies: CuPy tiles of a real dtype, a tolerance, no fixed rank,
-    the randomized method."""
-    return (tol is not None and rank is None and method == "rsvd" and T.ntiles > 0
+    the randomized method, and room for the padded stacks (:data:`MEMORY_SHARE`)."""
+    if not (tol is not None and rank is None and method == "rsvd" and T.ntiles > 0
             and T.dtype.kind == "f" and T._device is None
-            and all(type(d).__module__.startswith("cupy") for d in T._diag if d is not None))
+            and all(type(d).__module__.startswith("cupy") for d in T._diag if d is not None)):
+        return False
+    import cupy
+
+    free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+    return float(T.n) ** 2 * T.dtype.itemsize / 8 <= MEMORY_SHARE * free
 
 
 def _gemm_sub(C: Any, A: Any, B: Any) -> None:
