@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import dense
-from ._array import array_module, fro2
+from ._array import array_module, asnumpy, fro2
 from ._progress import Progress
 from .build import tile_atol
 from .matrix import TLRMatrix
@@ -96,17 +96,15 @@ def _orthonormalize(Y: Any, keep: Any, floor: float, QT: Any) -> Any:
         if QT is not None:
             Y -= QT.transpose(0, 2, 1) @ (QT @ Y)
         w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
-        scale = _scales(w, keep if npass == 0 else None, floor if npass == 0 else 0.25,
-                        4 * Y.shape[2] * eps)
+        scale = _scales(w, keep, floor if npass == 0 else 0.25, 4 * Y.shape[2] * eps)
         Y = Y @ (W * scale[:, None, :])
     return Y
 
 
 def _scales(w: Any, keep: Any, floor: float, rel: float) -> Any:
-    """``w^-1/2`` where ``w > max(floor, rel * max(w))`` (and ``keep > 0``), else 0, per row of
+    """``w^-1/2`` where ``w > max(floor, rel * max(w))`` and ``keep > 0``, else 0, per row of
     the eigenvalues ``w`` (ascending); one fused kernel on a GPU."""
     xp = array_module(w)
-    keep = xp.ones(w.shape[0], dtype=w.dtype) if keep is None else keep
     if xp is np:
         good = (w > np.maximum(floor, rel * w[:, -1:])) & (keep[:, None] > 0)
         return np.where(good, 1 / np.sqrt(np.where(good, w, 1)), 0).astype(w.dtype)
@@ -196,7 +194,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
         Y = (Cw.reshape(m * p, q) @ gaussian(s)).reshape(m, p, s)
         if r:
             Y -= QTw.transpose(0, 2, 1) @ (QTw @ Y)
-        est = np.sqrt(np.asarray(_host(fro2(Y)), dtype=np.float64) / s)
+        est = np.sqrt(np.asarray(asnumpy(fro2(Y)), dtype=np.float64) / s)
         active &= ~(est <= 0.5 * atol)
         if r >= cap or not active.any():
             break
@@ -217,7 +215,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, 
         final[idx[j]] = (QTw[j, :r], VTw[j, :r])
     # Directions dropped, or rounds after a tile stopped, left zero rows: keep the others.
     used = [(qt != 0).any(axis=1) for qt, _ in final]
-    counts = _host(xp.stack([u.sum() for u in used])) if B else np.zeros(0)
+    counts = asnumpy(xp.stack([u.sum() for u in used])) if B else np.zeros(0)
     ranks = np.asarray(counts, dtype=np.int64)
     R = int(ranks.max()) if B else 0
     QT = xp.zeros((B, R, p), dtype=C.dtype)
@@ -248,17 +246,12 @@ def _sampler(xp: Any, rng: np.random.Generator, rows: int, dtype: Any) -> Any:
     return gaussian
 
 
-def _host(x: Any) -> np.ndarray:
-    return x.get() if hasattr(x, "get") else np.asarray(x)
-
-
 class _Columns:
     """The factor's tile columns as padded stacks (see the module notes)."""
 
     def __init__(self, T: TLRMatrix) -> None:
         self.T = T
         self.nb = T.tile_size
-        self.sizes = np.diff(T.offsets).astype(np.int64)
         self.UT: list[Any] = []
         self.VT: list[Any] = []
         self.ranks: list[np.ndarray] = []
@@ -334,16 +327,23 @@ def _chunks(T: TLRMatrix, k: int) -> list[tuple[int, int]]:
     return out
 
 
+def _generated(T: TLRMatrix, src: Any, k: int, i0: int, i1: int) -> tuple[Any, float]:
+    """The stack of tiles ``i0 <= i < i1`` of column ``k`` generated from ``src``, and what
+    they add to the running ``||A||_F^2`` (twice their squares: the upper triangle too)."""
+    off = T.offsets
+    C = src.panel(k, i0, i1).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
+    return C, 2.0 * fro2(C, None)
+
+
 def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
                     rng: np.random.Generator) -> float:
     """Generate and compress the off-diagonal tiles of column ``k`` of ``T`` (not factored;
     :func:`tricov.tlr.build.build`), each run of tiles to the accuracy of the running squared
     norm ``norm2``; returns it."""
     xp = array_module(T._diag[k])
-    off = T.offsets
     for i0, i1 in _chunks(T, k):
-        C = src.panel(k, i0, i1).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
-        norm2 += 2.0 * fro2(C, None)
+        C, add = _generated(T, src, k, i0, i1)
+        norm2 += add
         QT, VT, ranks = compress_stack(C, tile_atol(T.tol, norm2, T.ntiles), rng)
         for b, r in enumerate(ranks.tolist()):
             T._U[i0 + b][k] = xp.ascontiguousarray(QT[b, :r].T)
@@ -371,13 +371,13 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
                 raise
             parts = []
             for i0, i1 in _chunks(T, k):
-                mi, mk = int(off[i0 + 1] - off[i0]), int(off[k + 1] - off[k])
                 if src is not None:
-                    C = src.panel(k, i0, i1).reshape(i1 - i0, mi, mk)
-                    norm2 += 2.0 * fro2(C, None)
+                    C, add = _generated(T, src, k, i0, i1)
+                    norm2 += add
                 else:
                     xp = array_module(T._diag[k])
-                    C = xp.empty((i1 - i0, mi, mk), dtype=T.dtype)
+                    C = xp.empty((i1 - i0, int(off[i0 + 1] - off[i0]), int(off[k + 1] - off[k])),
+                                 dtype=T.dtype)
                     for b, i in enumerate(range(i0, i1)):
                         C[b] = T._U[i][k] @ T._V[i][k].T
                         T._U[i][k] = T._V[i][k] = None  # the tiles of A are consumed
