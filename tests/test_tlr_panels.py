@@ -148,3 +148,31 @@ def test_compress_column_builds_the_matrix():
     T.anorm = float(np.sqrt(norm2))
     assert fro_error(A, T.to_dense()) <= 1e-9 + slack(N, np.float64)
     assert 0 < T.ranks[np.tril_indices(T.ntiles, -1)].min()
+
+
+def test_gram_basis_drops_what_is_below_the_floor():
+    """Rows that repeat others, or carry less than the floor, are dropped; what they carry
+    stays within the bound of the module notes (WIDTH times the threshold, squared)."""
+    from tricov.tlr._orthonormal import gram_basis
+
+    rng = np.random.default_rng(3)
+    w, p, floor = 12, 50, 1e-10
+    Z = rng.standard_normal((2, w, p))
+    Z[0, 8:] = rng.standard_normal((4, 4)) @ Z[0, :4]  # in the span of the first rows
+    Z[1, 5:] *= 1e-7
+    used = np.zeros((2, w))
+    M = gram_basis(Z @ Z.swapaxes(1, 2), np.ones(2), floor, 1e-14, used)
+    assert used.sum(axis=1).tolist() == [8, 5]
+    for b in range(2):
+        Q = (M[b] @ Z[b])[:int(used[b].sum())]
+        np.testing.assert_allclose(Q @ Q.T, np.eye(Q.shape[0]), atol=1e-10)
+        rest = Z[b] - (Z[b] @ Q.T) @ Q
+        assert np.linalg.norm(rest) ** 2 <= w * floor
+
+
+def test_nan_entries_raise():
+    """Panels are checked through their norm (no separate pass): a NaN still raises."""
+    M = A.copy()
+    M[5 * NB + 3, 2] = M[2, 5 * NB + 3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        _dl(DenseSource(M, NB, 0.0), 1e-8)

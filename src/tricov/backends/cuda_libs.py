@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["bind_blas", "bind_solver", "blas", "capture_handle", "check", "cublas_handle",
-           "cusolver_handle", "solver"]
+           "cusolver_handle", "own_handle", "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -115,28 +115,34 @@ def check(status: int, what: str) -> None:
         raise RuntimeError(f"{what} failed with status {status}")
 
 
-#: Workspace of each capture handle (cuBLAS's recommendation for Hopper).
+#: Workspace of each handle of tricov's own (cuBLAS's recommendation for Hopper).
 CAPTURE_WORKSPACE = 32 << 20
-_capture_handles: dict[int, tuple[int, Any]] = {}
+_own_handles: dict[tuple[int, str], tuple[int, Any]] = {}
 
 
-def capture_handle() -> int:
-    """A cuBLAS handle of tricov's own for the current device, used while capturing graphs.
+def own_handle(purpose: str) -> int:
+    """A cuBLAS handle of tricov's own for the current device and ``purpose``.
 
-    It owns its workspace (set once with ``cublasSetWorkspace``), so captured cuBLAS calls never
-    allocate, and CuPy's own handle keeps its settings.
+    It owns its workspace (set once with ``cublasSetWorkspace``), so its calls never allocate
+    (as graph capture requires), and CuPy's own handle keeps its settings.
     """
     import cupy
 
-    device = cupy.cuda.Device().id
-    if device not in _capture_handles:
+    key = (cupy.cuda.Device().id, purpose)
+    if key not in _own_handles:
         handle = ctypes.c_void_p()
         check(blas("cublasCreate_v2")(ctypes.byref(handle)), "cublasCreate")
         workspace = cupy.empty(CAPTURE_WORKSPACE, dtype=np.uint8)
         check(blas("cublasSetWorkspace_v2")(handle.value, workspace.data.ptr,
                                             CAPTURE_WORKSPACE), "cublasSetWorkspace")
-        _capture_handles[device] = (handle.value, workspace)
-    return _capture_handles[device][0]
+        check(blas("cublasSetPointerMode_v2")(handle.value, 0), "cublasSetPointerMode")
+        _own_handles[key] = (handle.value, workspace)
+    return _own_handles[key][0]
+
+
+def capture_handle() -> int:
+    """The handle (:func:`own_handle`) used while capturing graphs."""
+    return own_handle("capture")
 
 
 def bind_blas(stream_ptr: int, handle: int | None = None) -> int:

@@ -161,6 +161,11 @@ def instantiations(source: str) -> dict[str, list[str]]:
                           for f in range(7) for g in ("false", "true")
                           for nf in ((1, 2) if f == 6 else (1,))]
         return out
+    if source == "gram.cu":
+        for t in ("float", "double"):
+            out[t] = [f"__global__ void tricov::gram_basis<{t}, 32>(int, const {t}*, const {t}*, "
+                      f"{t}, {t}, {t}*, {t}*, long long)"]
+        return out
     if source == "batched_small.cu":
         for t in _TYPES:
             out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "

@@ -6,6 +6,8 @@ same code runs on NumPy arrays now and on CuPy arrays later.
 
 from __future__ import annotations
 
+import functools
+import math
 from types import ModuleType
 from typing import Any
 
@@ -39,14 +41,33 @@ def herm(x: Any) -> Any:
 
 
 def fro2(x: Any, axis: tuple[int, ...] | None = (-2, -1)) -> Any:
-    """Squared Frobenius norm over ``axis`` (default: the last two axes; None: all)."""
+    """Squared Frobenius norm over ``axis`` (default: the last two axes; None: all, a float)."""
     xp = array_module(x)
     if axis is None:
         flat = x.reshape(-1)
+        if xp is not np and not xp.iscomplexobj(x):
+            from cupy import cublas
+
+            return float(cublas.dot(flat, flat))  # one pass, no temporary
         return float(xp.vdot(flat, flat).real)
     if xp.iscomplexobj(x):
         return (x.real * x.real + x.imag * x.imag).sum(axis=axis)
-    return (x * x).sum(axis=axis)
+    axes = sorted(a % x.ndim for a in axis)
+    if xp is np or axes != list(range(x.ndim - len(axes), x.ndim)) or not x.flags.c_contiguous:
+        return (x * x).sum(axis=axis)
+    # CuPy reduces with one block per result: with few results, cut each into ``c`` parts
+    outer = x.shape[:x.ndim - len(axes)]
+    length = int(np.prod(x.shape[x.ndim - len(axes):]))
+    c = math.gcd(length, 256)
+    parts = _sumsq()(x.reshape(*outer, c, length // c), axis=len(outer) + 1)
+    return parts.sum(axis=-1)
+
+
+@functools.cache
+def _sumsq() -> Any:
+    import cupy
+
+    return cupy.ReductionKernel("T x", "T y", "x * x", "a + b", "y = a", "0", "tricov_sumsq")
 
 
 def thin_svd(a: Any) -> tuple[Any, Any, Any]:

@@ -5,15 +5,20 @@ The CuPy path of :func:`tricov.tlr.potrf` (mode LL) and of
 tiles with a tolerance, and of the compression of :meth:`TLRMatrix.from_kernel`. It is written
 for any array module (the CPU tests run it on NumPy), but it is shaped for a GPU, where a
 dense ``nb x nb`` tile is cheap to hold and every Python call costs a launch: the work of a
-tile column is a few large batched GEMMs, and the host waits only for the ranks.
+tile column is a few hundred strided-batched GEMMs and small kernels over all its tiles at
+once, and the host waits only for the range finder's convergence flags (while the device
+works on) and for the ranks.
 
 For tile column ``k`` the tiles ``i >= k`` are handled as stacks ``(tiles, nb, nb)``:
 
 1. the panel of ``A`` (DL: generated; LL: the low-rank tiles expanded, ``U_ik V_ik^T``);
-2. the Schur update of the whole panel in one GEMM, ``S_i = A_ik - T_i W^T`` with
-   ``W = [U_k0 ... U_k,k-1]`` and ``T_i = [U_ij (V_ij^T V_kj)]_j``; the blocks of ``T`` are
-   two strided-batched GEMMs per earlier column ``j``, over all the panel's tiles at once;
-3. ``L_kk = potrf(S_kk)``;
+2. the Schur update in factored form, ``S_i = A_ik - T_i W^T`` with
+   ``W = [U_k0 ... U_k,k-1]`` and ``T_i = [U_ij (V_ij^T V_kj)]_j`` (two strided-batched
+   GEMMs per earlier column ``j``, over all the panel's tiles at once). Only the diagonal
+   tile is updated densely; the off-diagonal ``S_i`` are never formed: the range finder
+   multiplies ``A`` and the factors apart, which costs a fraction (its samples over ``nb``)
+   of a dense update;
+3. ``L_kk = potrf(S_kk)``, on a GPU on a second stream beside step 4, which does not need it;
 4. the off-diagonal tiles compressed by :func:`compress_stack`;
 5. ``V_ik <- L_kk^-1 V_ik`` for the whole column in one TRSM.
 
@@ -28,21 +33,24 @@ compressed once, to ``tau = tol * sqrt(norm2) / ntiles`` with the running square
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from typing import Any
 
 import numpy as np
 
 from .. import dense
-from ._array import array_module, asnumpy, fro2
+from ._array import array_module, asnumpy, fro2, zero_upper
+from ._orthonormal import WIDTH, orthonormalize, project
 from ._progress import Progress
+from ._stacks import bmm
 from .build import tile_atol
 from .matrix import TLRMatrix
 
 __all__ = ["compress_column", "compress_stack", "left_looking", "usable"]
 
-#: Samples per round of the range finder (and the granularity of the ranks it finds).
-BLOCK = 32
+#: Samples in the first rounds of the range finder (and the granularity of the ranks it finds).
+BLOCK = WIDTH
 #: Largest dense panel (bytes) generated and compressed at once.
 PANEL_BYTES = 1 << 31
 
@@ -67,58 +75,170 @@ def usable(T: TLRMatrix, tol: float | None, rank: int | None, method: str) -> bo
     return float(T.n) ** 2 * T.dtype.itemsize / 8 <= MEMORY_SHARE * free
 
 
-def _gemm_sub(C: Any, A: Any, B: Any) -> None:
-    """``C -= A @ B`` for 2-D C-contiguous ``C`` and contiguous ``A``, ``B``, in place."""
-    xp = array_module(C)
-    if xp is np:
-        C -= A @ B
-        return
-    from cupy import cublas
+def compress_stack(C: Any, atol: float, rng: np.random.Generator,
+                   update: tuple[Any, Any] | None = None) -> tuple[Any, Any, np.ndarray]:
+    """Low-rank factors of every tile ``X_b`` of the stack ``C`` (``(B, p, q)``,
+    C-contiguous), less ``update``: ``X_b = C_b - Tb_b W^T`` for ``update = (Tb, W^T)``
+    (``(B, >= p, w)`` and ``(w, q)``), else ``X_b = C_b``. ``X_b ~ QT_b^T VT_b`` with
+    ``||X_b - QT_b^T VT_b||_F <= atol`` (with high probability); ``C`` is not modified.
 
-    cublas.gemm("N", "N", A, B, out=C, alpha=-1.0, beta=1.0)
+    Blocked adaptive randomized range finder (Halko, Martinsson & Tropp, sec. 4.4), one
+    Gaussian block per round shared by the tiles (:data:`BLOCK` rows of samples, later half
+    the basis size), everything in rows: the samples ``Z_b = Omega X_b^T`` with the basis
+    ``QT_b`` projected out estimate each tile's error, ``est_b = ||Z_b||_F / sqrt(s)`` for
+    ``s`` rows; a tile whose estimate is ``<= atol / 2`` stops (a flag on the device), the
+    others add the block, orthonormalized by :func:`~tricov.tlr._orthonormal.orthonormalize`,
+    to their basis, and ``VT = QT X`` of the new rows. ``X`` is only ever multiplied: with
+    ``update`` the products take ``C`` and the factors apart, ``O(s (p + q) w)`` per round of
+    ``s`` samples instead of a dense update of ``O(p q w)``. The host reads the flags while
+    the device orthonormalizes, and waits for nothing else; when a quarter of the tiles in
+    the rounds have stopped, the others are gathered into a smaller stack, so that later rounds
+    read only them. Ranks are the rows kept; a tile that reaches ``min(p, q)`` without a
+    converged estimate gets an exact basis.
 
-
-def _orthonormalize(Y: Any, keep: Any, floor: float, QT: Any) -> Any:
-    """Orthonormal columns for the significant part of each ``Y_b`` of the stack ``(B, p, s)``,
-    orthogonal to the basis ``QT`` (rows; None if empty).
-
-    Two passes of: projection out of ``QT``, then the eigendecomposition of the Gram matrix
-    ``Y_b^T Y_b = W diag(w) W^T`` (one batched call) and ``Y_b <- Y_b W w^-1/2`` over the
-    eigenvalues ``w`` above ``floor`` (first pass) and above rounding, zero columns for the
-    others and for members with ``keep_b = 0``. A block of samples near a tile's convergence
-    is numerically rank deficient, which Cholesky QR cannot factor; the directions dropped
-    carry less than ``floor`` and are found again by the next round if they matter. The
-    second pass, on nearly orthonormal columns, restores orthogonality to rounding.
+    Returns
+    -------
+    QT : (B, R, p) array
+        ``U_b^T`` (orthonormal rows), zero beyond the tile's rank; ``R`` the largest rank.
+    VT : (B, R, q) array
+        ``V_b^T = U_b^T X_b``.
+    ranks : (B,) int64 NumPy array
     """
-    xp = array_module(Y)
-    eps = float(np.finfo(Y.dtype).eps)
-    for npass in range(2):
-        if QT is not None:
-            Y -= QT.transpose(0, 2, 1) @ (QT @ Y)
-        w, W = xp.linalg.eigh(Y.transpose(0, 2, 1) @ Y)
-        scale = _scales(w, keep, floor if npass == 0 else 0.25, 4 * Y.shape[2] * eps)
-        Y = Y @ (W * scale[:, None, :])
-    return Y
+    xp = array_module(C)
+    B, p, q = C.shape
+    cap = min(p, q)
+    omega = _sampler(xp, rng, q, C.dtype)
+    idx = np.arange(B)  # the tiles still in the rounds, and their stacks
+    Cw = C
+    Tw = update[0][:, :p] if update is not None else None
+    basis = _Basis(xp, B, p, q, C.dtype)
+    live = xp.ones(B, dtype=C.dtype)  # on the device: 1 while the tile's estimate is large
+    active = np.ones(B, dtype=bool)  # on the host: live as last read
+    done: list[tuple[np.ndarray, _Basis]] = []  # tiles that left the rounds, with their basis
+    r = 0
+    while True:
+        if active.sum() <= 0.75 * idx.size:  # gather the tiles still in the rounds
+            done.append((idx[~active], basis.take(np.flatnonzero(~active), r)))
+            sel = np.flatnonzero(active)
+            dev = xp.asarray(sel)
+            Cw, live, basis = Cw[dev], live[dev], basis.take(sel)
+            Tw = Tw[dev] if update is not None else None
+            idx, active = idx[sel], active[sel]
+        m = idx.size
+        # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
+        # ranks; directions that carry nothing are dropped); at cap: an estimate only
+        s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
+        om = omega(s)
+        Z = bmm(om, Cw, xp.empty((m, s, p), dtype=C.dtype), tb=True)
+        if update is not None:  # Z -= (Omega W) Tb^T
+            OW = bmm(om, update[1], xp.empty((1, s, update[1].shape[0]), dtype=C.dtype),
+                     tb=True)
+            bmm(OW[0], Tw, Z, tb=True, alpha=-1.0, beta=1.0)
+        project(Z, basis.QT[:, :r])
+        live = live * (fro2(Z) > s * (0.5 * atol) ** 2)
+        if r >= cap:
+            break
+        flags = _fetch(live)
+        basis.reserve(r + s)
+        for c0 in range(0, s, WIDTH):
+            orthonormalize(Z[:, c0:c0 + WIDTH], basis.QT, r + c0, live, atol * atol / 16,
+                           basis.used, projected=r)
+        active = flags()
+        if not active.any():
+            break
+        new = basis.QT[:, r:r + s]
+        bmm(new, Cw, basis.VT[:, r:r + s])
+        if update is not None:  # VT -= (QT Tb) W^T
+            P = bmm(new, Tw, xp.empty((m, s, update[1].shape[0]), dtype=C.dtype))
+            bmm(P, update[1], basis.VT[:, r:r + s], alpha=-1.0, beta=1.0)
+        r += s
+    if r >= cap:  # filled their rank without a converged estimate: exact bases
+        for j in np.flatnonzero(asnumpy(live) > 0).tolist():
+            X = Cw[j] if update is None else Cw[j] - Tw[j] @ update[1]
+            basis.QT[j, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(X)[0].T
+            basis.VT[j, :cap] = basis.QT[j, :cap] @ X
+            basis.used[j, :cap] = 1
+    done.append((idx, basis.take(None, r)))
+    return _compact(done, B, p, q, C.dtype)
 
 
-def _scales(w: Any, keep: Any, floor: float, rel: float) -> Any:
-    """``w^-1/2`` where ``w > max(floor, rel * max(w))`` and ``keep > 0``, else 0, per row of
-    the eigenvalues ``w`` (ascending); one fused kernel on a GPU."""
-    xp = array_module(w)
-    if xp is np:
-        good = (w > np.maximum(floor, rel * w[:, -1:])) & (keep[:, None] > 0)
-        return np.where(good, 1 / np.sqrt(np.where(good, w, 1)), 0).astype(w.dtype)
-    return _scale_kernel()(w, w[:, -1:], keep[:, None], w.dtype.type(floor), w.dtype.type(rel))
+class _Basis:
+    """The rows ``QT`` ``(m, capacity, p)``, ``VT`` ``(m, capacity, q)`` and flags ``used``
+    ``(m, capacity)`` (1 for rows kept) of a stack's bases, zero-initialised; the capacity
+    grows by doubling (:meth:`reserve`)."""
+
+    def __init__(self, xp: Any, m: int, p: int, q: int, dtype: Any, capacity: int = 4 * BLOCK,
+                 parts: tuple[Any, Any, Any] | None = None) -> None:
+        self.xp, self.p, self.q, self.dtype = xp, p, q, dtype
+        if parts is None:
+            parts = (xp.zeros((m, capacity, p), dtype=dtype),
+                     xp.zeros((m, capacity, q), dtype=dtype),
+                     xp.zeros((m, capacity), dtype=dtype))
+        self.QT, self.VT, self.used = parts
+
+    def reserve(self, rows: int) -> None:
+        """Room for at least ``rows`` rows."""
+        have = self.used.shape[1]
+        if rows <= have:
+            return
+        grown = _Basis(self.xp, self.used.shape[0], self.p, self.q, self.dtype,
+                       max(rows, 2 * have))
+        for new, old in zip((grown.QT, grown.VT, grown.used), (self.QT, self.VT, self.used),
+                            strict=True):
+            new[:, :have] = old
+        self.QT, self.VT, self.used = grown.QT, grown.VT, grown.used
+
+    def take(self, members: np.ndarray | None, rows: int | None = None) -> _Basis:
+        """The bases of ``members`` (all: None), their first ``rows`` rows (all: None)."""
+        sel = slice(None) if members is None else self.xp.asarray(members)
+        cut = slice(None) if rows is None else slice(0, rows)
+        parts = (self.QT[sel, cut], self.VT[sel, cut], self.used[sel, cut])
+        return _Basis(self.xp, 0, self.p, self.q, self.dtype, parts=parts)
 
 
-@functools.cache
-def _scale_kernel() -> Any:
+def _compact(done: list[tuple[np.ndarray, _Basis]], B: int, p: int, q: int,
+             dtype: Any) -> tuple[Any, Any, np.ndarray]:
+    """``QT``, ``VT`` ``(B, R, .)`` and the ranks from the bases of the tiles ``done[i][0]``:
+    each tile's rows kept moved to the front, in order (one wait, for the ranks)."""
+    xp = done[0][1].xp
+    counts = [b.used.sum(axis=1) for _, b in done]
+    found = asnumpy(xp.concatenate(counts)) if B else np.zeros(0)
+    ranks = np.zeros(B, dtype=np.int64)
+    ranks[np.concatenate([tiles for tiles, _ in done])] = np.rint(found).astype(np.int64)
+    R = int(ranks.max()) if B else 0
+    QT = xp.zeros((B, R, p), dtype=dtype)
+    VT = xp.zeros((B, R, q), dtype=dtype)
+    for tiles, b in done:
+        rows = min(R, b.used.shape[1])
+        if tiles.size == 0 or rows == 0:
+            continue
+        n = b.used.shape[1]
+        order = xp.argsort(xp.where(b.used > 0, xp.arange(n), n + xp.arange(n)), axis=1)
+        order = order[:, :rows, None]
+        dev = xp.asarray(tiles)
+        QT[dev, :rows] = xp.take_along_axis(b.QT, order, axis=1)
+        VT[dev, :rows] = xp.take_along_axis(b.VT, order, axis=1)
+    return QT, VT, ranks
+
+
+def _fetch(flags: Any) -> Any:
+    """Start copying the device vector ``flags`` to the host; returns a function that waits
+    for the copy (not for later work) and gives ``flags > 0`` as a NumPy array."""
+    if array_module(flags) is np:
+        return lambda: flags > 0
     import cupy
+    import cupyx
 
-    return cupy.ElementwiseKernel(
-        "T w, T top, T keep, T floor, T rel", "T scale",
-        "scale = (keep > 0 && w > max(floor, rel * top)) ? 1 / sqrt(w) : 0",
-        "tricov_tlr_panel_scale")
+    host = cupyx.empty_pinned(flags.shape, dtype=flags.dtype)
+    flags.get(out=host, blocking=False)
+    event = cupy.cuda.Event(block=False, disable_timing=True)
+    event.record()
+
+    def wait() -> np.ndarray:
+        event.synchronize()
+        return host > 0
+
+    return wait
 
 
 @functools.cache
@@ -144,106 +264,21 @@ def _normal_kernel() -> Any:
         "tricov_tlr_panel_normal")
 
 
-def compress_stack(C: Any, atol: float, rng: np.random.Generator) -> tuple[Any, Any, np.ndarray]:
-    """Low-rank factors of every tile of the stack ``C`` (``(B, p, q)``, C-contiguous):
-    ``C_b ~ QT_b^T VT_b`` with ``||C_b - QT_b^T VT_b||_F <= atol`` (with high probability).
-
-    Blocked adaptive randomized range finder (Halko, Martinsson & Tropp, sec. 4.4), one
-    Gaussian block per round shared by the tiles (:data:`BLOCK` columns, later half the basis
-    size): the block, with the directions already found projected out, estimates each tile's
-    error, ``est_b = ||Y_b||_F / sqrt(s)`` for ``s`` columns; a tile whose estimate is
-    ``<= atol / 2`` stops, the others add the block, orthonormalized by pieces of
-    :data:`BLOCK` columns (:func:`_orthonormalize`), to their basis, and ``V^T = Q^T C`` of
-    the new rows. When a quarter of the tiles in the rounds have stopped, the others are
-    gathered into a smaller stack, so that later rounds read only them. Ranks are sums of
-    block sizes, less the directions that orthonormalization dropped; a tile that reaches
-    ``min(p, q)`` without a converged estimate gets an exact basis.
-
-    Returns
-    -------
-    QT : (B, R, p) array
-        ``U_b^T`` (orthonormal rows), zero beyond the tile's rank; ``R`` the largest rank.
-    VT : (B, R, q) array
-        ``V_b^T = U_b^T C_b``.
-    ranks : (B,) int64 NumPy array
-    """
-    xp = array_module(C)
-    B, p, q = C.shape
-    cap = min(p, q)
-    gaussian = _sampler(xp, rng, q, C.dtype)
-    idx = np.arange(B)  # the tiles still in the rounds, and their stacks
-    Cw = C
-    QTw = xp.zeros((B, 0, p), dtype=C.dtype)  # contiguous (appended to), so that the
-    VTw = xp.zeros((B, 0, q), dtype=C.dtype)  # products take them without copies
-    active = np.ones(B, dtype=bool)
-    final: list[tuple[Any, Any]] = [(None, None)] * B
-    r = 0
-    while active.any():
-        if active.sum() <= 0.75 * idx.size:  # gather the tiles still in the rounds
-            for j in np.flatnonzero(~active).tolist():
-                final[idx[j]] = (QTw[j, :r], VTw[j, :r])
-            sel = np.flatnonzero(active)
-            dev = xp.asarray(sel)
-            Cw, QTw, VTw = Cw[dev], QTw[dev], VTw[dev]
-            idx, active = idx[sel], active[sel]
-        m = idx.size
-        # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
-        # ranks; directions that carry nothing are dropped by _orthonormalize); at cap: an
-        # estimate only
-        s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
-        Y = (Cw.reshape(m * p, q) @ gaussian(s)).reshape(m, p, s)
-        if r:
-            Y -= QTw.transpose(0, 2, 1) @ (QTw @ Y)
-        est = np.sqrt(np.asarray(asnumpy(fro2(Y)), dtype=np.float64) / s)
-        active &= ~(est <= 0.5 * atol)
-        if r >= cap or not active.any():
-            break
-        keep = xp.asarray(active.astype(C.dtype))
-        new = []
-        for c0 in range(0, s, BLOCK):  # the batched eigensolver takes orders <= 32
-            Yc = _orthonormalize(Y[:, :, c0:c0 + BLOCK], keep, atol * atol / 16,
-                                 QTw if QTw.shape[1] else None)
-            new.append(Yc.transpose(0, 2, 1))
-            QTw = xp.concatenate([QTw, new[-1]], axis=1)
-        r += s
-        VTw = xp.concatenate([VTw, xp.concatenate(new, axis=1) @ Cw], axis=1)
-    for j in range(idx.size):
-        if active[j]:  # filled its rank without a converged estimate: an exact basis
-            QTw[j, :r] = 0
-            QTw[j, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(Cw[j])[0].T
-            VTw[j, :r] = QTw[j, :r] @ Cw[j]
-        final[idx[j]] = (QTw[j, :r], VTw[j, :r])
-    # Directions dropped, or rounds after a tile stopped, left zero rows: keep the others.
-    used = [(qt != 0).any(axis=1) for qt, _ in final]
-    counts = asnumpy(xp.stack([u.sum() for u in used])) if B else np.zeros(0)
-    ranks = np.asarray(counts, dtype=np.int64)
-    R = int(ranks.max()) if B else 0
-    QT = xp.zeros((B, R, p), dtype=C.dtype)
-    VT = xp.zeros((B, R, q), dtype=C.dtype)
-    for b, ((qt, vt), u) in enumerate(zip(final, used, strict=True)):
-        if ranks[b] == qt.shape[0]:
-            QT[b, :ranks[b]], VT[b, :ranks[b]] = qt, vt
-        elif ranks[b]:
-            rows = xp.flatnonzero(u)
-            QT[b, :ranks[b]], VT[b, :ranks[b]] = qt[rows], vt[rows]
-    return QT, VT, ranks
-
-
-def _sampler(xp: Any, rng: np.random.Generator, rows: int, dtype: Any) -> Any:
-    """``gaussian(s)``: independent standard normal ``rows x s`` blocks where ``xp`` computes
+def _sampler(xp: Any, rng: np.random.Generator, cols: int, dtype: Any) -> Any:
+    """``omega(s)``: independent standard normal ``s x cols`` blocks where ``xp`` computes
     (on a GPU from one seed that ``rng`` draws, by :func:`_normal_kernel`)."""
     if xp is np:
-        return lambda s: rng.standard_normal((rows, s)).astype(dtype, copy=False)
+        return lambda s: rng.standard_normal((s, cols)).astype(dtype, copy=False)
     seed = int(rng.integers(2**62))
     drawn = [0]
 
-    def gaussian(s: int) -> Any:
-        out = xp.empty((rows, s), dtype=dtype)
+    def omega(s: int) -> Any:
+        out = xp.empty((s, cols), dtype=dtype)
         _normal_kernel()(np.uint64(seed + 2 * drawn[0]), out)
-        drawn[0] += rows * s
+        drawn[0] += cols * s
         return out
 
-    return gaussian
+    return omega
 
 
 class _Columns:
@@ -256,32 +291,35 @@ class _Columns:
         self.VT: list[Any] = []
         self.ranks: list[np.ndarray] = []
 
-    def schur(self, C: Any, k: int, i0: int, i1: int) -> None:
-        """``C_i -= sum_j L_ij L_kj^T`` for the stack ``C`` of tiles ``i0 <= i < i1`` of
-        column ``k`` (``i0 >= k``; rows of a short last tile may be fewer than ``nb``)."""
+    def correction(self, k: int, i0: int, i1: int, xp: Any) -> tuple[Any, Any] | None:
+        """The Schur update of tiles ``i0 <= i < i1`` of column ``k`` (``i0 >= k``) as
+        factors: ``sum_j L_ij L_kj^T = Tb_i W^T`` with ``Tb`` ``(i1 - i0, nb, width)`` and
+        ``W^T`` ``(width, nb)``; None where no earlier column reaches row ``k``."""
         used = [j for j in range(k) if self.ranks[j][k - j - 1]]
         if not used:
-            return
-        xp = array_module(C)
-        c, rows = i1 - i0, C.shape[1]
+            return None
+        c = i1 - i0
         width = sum(int(self.ranks[j][k - j - 1]) for j in used)
-        Tb = xp.empty((c, self.nb, width), dtype=C.dtype)
-        WT = xp.empty((width, self.nb), dtype=C.dtype)
+        Tb = xp.empty((c, self.nb, width), dtype=self.T.dtype)
+        WT = xp.empty((width, self.nb), dtype=self.T.dtype)
         col = 0
         for j in used:
             r, R = int(self.ranks[j][k - j - 1]), self.UT[j].shape[1]
             s0, s1 = i0 - j - 1, i1 - j - 1
-            vk = self.VT[j][k - j - 1, :r]
-            Z = (self.VT[j][s0:s1].reshape(c * R, self.nb) @ vk.T).reshape(c, R, r)
-            Tb[:, :, col:col + r] = self.UT[j][s0:s1].transpose(0, 2, 1) @ Z
+            Z = bmm(self.VT[j][s0:s1], self.VT[j][k - j - 1, :r],
+                    xp.empty((c, R, r), dtype=self.T.dtype), tb=True)
+            bmm(self.UT[j][s0:s1], Z, Tb[:, :, col:col + r], ta=True)
             WT[col:col + r] = self.UT[j][k - j - 1, :r]
             col += r
-        if rows == self.nb and C.flags.c_contiguous:
-            _gemm_sub(C.reshape(c * rows, -1), Tb.reshape(c * rows, width),
-                      WT[:, :C.shape[2]])
-        else:
-            for b in range(c):
-                C[b] -= Tb[b, :rows] @ WT[:, :C.shape[2]]
+        return Tb, WT
+
+    def schur(self, C: Any, k: int, i0: int, i1: int) -> None:
+        """``C_i -= sum_j L_ij L_kj^T`` for the stack ``C`` of tiles ``i0 <= i < i1`` of
+        column ``k`` (rows of a short last tile may be fewer than ``nb``)."""
+        factors = self.correction(k, i0, i1, array_module(C))
+        if factors is not None:
+            Tb, WT = factors
+            bmm(Tb[:, :C.shape[1]], WT[:, :C.shape[2]], C, alpha=-1.0, beta=1.0)
 
     def add(self, k: int, parts: list[tuple[int, Any, Any, np.ndarray]], L: Any) -> None:
         """Record column ``k`` from the compressed chunks ``(first tile, QT, VT, ranks)``,
@@ -331,8 +369,10 @@ def _generated(T: TLRMatrix, src: Any, k: int, i0: int, i1: int) -> tuple[Any, f
     """The stack of tiles ``i0 <= i < i1`` of column ``k`` generated from ``src``, and what
     they add to the running ``||A||_F^2`` (twice their squares: the upper triangle too)."""
     off = T.offsets
-    C = src.panel(k, i0, i1).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
-    return C, 2.0 * fro2(C, None)
+    C = src.panel(k, i0, i1, check=False).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
+    norm2 = fro2(C, None)
+    src.check_norm(C, norm2)
+    return C, 2.0 * norm2
 
 
 def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
@@ -351,13 +391,95 @@ def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
     return norm2
 
 
+def _start_diag(T: TLRMatrix, k: int) -> Any:
+    """Start ``L_kk = potrf(A_kk)``; :func:`_finish_diag` completes it.
+
+    On a GPU the factorization (cuSOLVER) runs on a second stream after the work queued so
+    far, beside the compression of the column, which does not need it, and it is launched by
+    a worker thread: cuSOLVER's call returns only once the factorization is done, which would
+    hold up the launches of the compression. Its status is read when the column's TRSM needs
+    the factor. On the host it is done at once (and raises at once).
+    """
+    from .cholesky import _factor_diag
+
+    d = T._diag[k]
+    if array_module(d) is np:
+        _factor_diag(T, k)
+        return None
+    import cupy
+
+    device = cupy.cuda.Device().id
+    side = _side_stream(device)
+    ready = cupy.cuda.get_current_stream().record()
+    return _worker().submit(_potrf_on, d, device, side, ready), side
+
+
+def _potrf_on(d: Any, device: int, side: Any, ready: Any) -> tuple[Any, Any]:
+    """(Worker thread.) ``potrf`` of the CuPy tile ``d`` (lower, in place, upper part zeroed)
+    on ``side`` after the event ``ready``; returns the device status (cuSOLVER's info, the
+    order of the first NaN pivot or more than the order) and the event of its end."""
+    import cupy
+
+    from ..backends import cuda_libs as lib
+
+    n, ld = d.shape[0], d.strides[0] // d.itemsize
+    lwork = ctypes.c_int(0)
+    with cupy.cuda.Device(device), side:
+        side.wait_event(ready)
+        handle = lib.bind_solver(side.ptr)  # this thread's handle
+        # Row-major lower triangle = column-major upper triangle.
+        lib.check(lib.solver("potrf_bufferSize", d.dtype)(
+            handle, lib.FILL[b"U"], n, d.data.ptr, ld, ctypes.byref(lwork)), "potrf_bufferSize")
+        work = cupy.empty(max(1, lwork.value), dtype=d.dtype)
+        info = cupy.zeros(1, dtype=np.int32)
+        lib.check(lib.solver("potrf", d.dtype)(
+            handle, lib.FILL[b"U"], n, d.data.ptr, ld, work.data.ptr, lwork.value,
+            info.data.ptr), "potrf")
+        zero_upper(d)
+        # cuSOLVER does not test pivots for NaN: the first NaN on the factor's diagonal
+        # gives the order LAPACK would report (as dense.potrf)
+        nan = cupy.where(cupy.isnan(d.diagonal()), cupy.arange(1, n + 1), n + 1).min()
+        status = cupy.stack([info[0], nan.astype(np.int32)])
+        return status, side.record()
+
+
+def _finish_diag(T: TLRMatrix, k: int, started: Any) -> None:
+    """Make the current stream wait for :func:`_start_diag`'s factorization; raise if it
+    failed (as :func:`tricov.tlr.cholesky._factor_diag`)."""
+    if started is None:
+        return
+    import cupy
+
+    from .cholesky import _diag_failure
+
+    future, side = started
+    status, done = future.result()
+    cupy.cuda.get_current_stream().wait_event(done)
+    info, nan = (int(v) for v in status.get(stream=side))
+    if info or nan <= T._diag[k].shape[0]:
+        raise _diag_failure(T, k, info or nan)
+
+
+@functools.cache
+def _worker() -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tricov-potrf")
+
+
+@functools.cache
+def _side_stream(device: int) -> Any:
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
 def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.random.Generator,
                  progress: bool) -> float:
     """Factor ``T`` in place (mode LL: ``src`` None, the tiles of ``T`` are ``A``; mode DL:
     tiles generated from ``src``, diagonal tiles already in ``T``, ``norm2`` the running
     ``||A||_F^2``). Returns ``norm2``."""
     from .._errors import NotPositiveDefiniteError
-    from .cholesky import _factor_diag
 
     nt, off = T.ntiles, T.offsets
     F = _Columns(T)
@@ -365,7 +487,7 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
         for k in range(nt):
             F.schur(T._diag[k][None], k, k, k + 1)
             try:
-                _factor_diag(T, k)
+                started = _start_diag(T, k)
             except NotPositiveDefiniteError:
                 F.store(k)
                 raise
@@ -381,9 +503,14 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
                     for b, i in enumerate(range(i0, i1)):
                         C[b] = T._U[i][k] @ T._V[i][k].T
                         T._U[i][k] = T._V[i][k] = None  # the tiles of A are consumed
-                F.schur(C, k, i0, i1)
-                parts.append((i0, *compress_stack(C, tile_atol(tol, norm2, nt), rng)))
+                parts.append((i0, *compress_stack(C, tile_atol(tol, norm2, nt), rng,
+                                                  F.correction(k, i0, i1, array_module(C)))))
                 del C
+            try:
+                _finish_diag(T, k, started)
+            except NotPositiveDefiniteError:
+                F.store(k)
+                raise
             F.add(k, parts, T._diag[k])
             bar.advance()
     F.store(nt)

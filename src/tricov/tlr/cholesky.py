@@ -91,21 +91,26 @@ _TRSM_COLUMNS = 8192
 # ---------------------------------------------------------------------------- steps
 def _factor_diag(T: TLRMatrix, k: int, d: Any = None) -> None:
     """``L_kk = potrf(A_kk)`` (of ``d``, default T's tile ``k``), in place; on failure mark T
-    failed and raise with the global order."""
+    failed and raise with the global order (:func:`_diag_failure`)."""
     d = T._diag[k] if d is None else d
     try:
         dense.potrf(d)
     except NotPositiveDefiniteError as err:
-        T._state = "failed"
-        order = int(T.offsets[k]) + err.order
-        acc = f"tol={T.tol}" if T.rank is None else f"tol={T.tol}, rank={T.rank}"
-        raise NotPositiveDefiniteError(order, message=(
-            f"TLR Cholesky failed: the leading minor of order {order} (in diagonal tile {k}) "
-            f"is not positive definite at the requested accuracy ({acc}). Compression errors "
-            "can make a nearly singular matrix indefinite: use a smaller tol (or a larger "
-            "rank), or add a nugget (a small multiple of the identity) to the diagonal. The "
-            "matrix now holds a partial factorization; build it again.")) from None
+        raise _diag_failure(T, k, err.order) from None
     zero_upper(d)
+
+
+def _diag_failure(T: TLRMatrix, k: int, order: int) -> NotPositiveDefiniteError:
+    """Mark T failed; the error for leading minor ``order`` of diagonal tile ``k``."""
+    T._state = "failed"
+    order = int(T.offsets[k]) + order
+    acc = f"tol={T.tol}" if T.rank is None else f"tol={T.tol}, rank={T.rank}"
+    return NotPositiveDefiniteError(order, message=(
+        f"TLR Cholesky failed: the leading minor of order {order} (in diagonal tile {k}) "
+        f"is not positive definite at the requested accuracy ({acc}). Compression errors "
+        "can make a nearly singular matrix indefinite: use a smaller tol (or a larger "
+        "rank), or add a nugget (a small multiple of the identity) to the diagonal. The "
+        "matrix now holds a partial factorization; build it again."))
 
 
 def _trsm_column(T: TLRMatrix, k: int) -> None:

@@ -79,6 +79,9 @@ def panel_chunks(offsets: np.ndarray, k: int, cols: int | None = None,
 class TileSource:
     """Base of the tile sources: an ``n x n`` Hermitian matrix cut into tiles."""
 
+    #: Who returns the entries, for error messages.
+    source_name = "entries"
+
     def __init__(self, n: int, tile_size: int, dtype: Any, nugget: float) -> None:
         self.n = n
         self.tile_size = tile_size
@@ -92,7 +95,9 @@ class TileSource:
     def _range(self, k: int) -> slice:
         return slice(int(self.offsets[k]), int(self.offsets[k + 1]))
 
-    def _block(self, rows: Any, cols: Any) -> Any:
+    def _block(self, rows: Any, cols: Any, check: bool = True) -> Any:
+        """Entries ``rows x cols`` (slices or index arrays); ``check``: raise on NaN or
+        infinite entries (:func:`_check_block`)."""
         raise NotImplementedError
 
     def diag(self, k: int) -> Any:
@@ -108,9 +113,11 @@ class TileSource:
     def _diag_block(self, s: slice) -> Any:
         return self._block(s, s)
 
-    def panel(self, k: int, i0: int, i1: int) -> Any:
-        """Dense rows of tiles ``i0 <= i < i1`` (all ``> k``) of tile column ``k``."""
-        return self._block(slice(int(self.offsets[i0]), int(self.offsets[i1])), self._range(k))
+    def panel(self, k: int, i0: int, i1: int, check: bool = True) -> Any:
+        """Dense rows of tiles ``i0 <= i < i1`` (all ``> k``) of tile column ``k``; ``check``
+        as :meth:`_block` (a caller that reduces the panel anyway can test the result)."""
+        return self._block(slice(int(self.offsets[i0]), int(self.offsets[i1])), self._range(k),
+                           check)
 
     def oracles(self, i: int, k: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
         """``rows(idx)`` and ``cols(idx)`` of tile ``(i, k)`` (local indices), for ACA."""
@@ -119,10 +126,20 @@ class TileSource:
         return (lambda idx: self._block(np.asarray(idx) + r0, c),
                 lambda idx: self._block(r, np.asarray(idx) + c0))
 
+    def check_norm(self, block: Any, norm2: float) -> None:
+        """Raise unless ``norm2`` (the squared norm of ``block``, from an unchecked
+        :meth:`panel`) is finite: for NaN or infinite entries as :meth:`_block` would."""
+        if not np.isfinite(norm2):
+            _check_block(block, tuple(block.shape), self.source_name)
+            raise ValueError(f"the squares of the entries of {self.source_name} overflow "
+                             f"{np.dtype(self.dtype)}")
 
-def _check_block(block: Any, shape: tuple[int, int], what: str) -> None:
+
+def _check_block(block: Any, shape: tuple[int, int], what: str, finite: bool = True) -> None:
     if tuple(block.shape) != shape:
         raise ValueError(f"{what} returned shape {tuple(block.shape)}, expected {shape}")
+    if not finite:
+        return
     xp = array_module(block)
     # One cheap reduction; the elementwise test only if it is not finite (or overflowed).
     if not bool(xp.isfinite(block.sum())) and not bool(xp.isfinite(block).all()):
@@ -169,14 +186,16 @@ class KernelSource(TileSource):
                             f"{np.dtype(dtype)}")
         super().__init__(n, tile_size, dtype, nugget)
 
-    def _block(self, rows: Any, cols: Any) -> Any:
+    source_name = "kernel"
+
+    def _block(self, rows: Any, cols: Any, check: bool = True) -> Any:
         if self.compiled is not None and isinstance(rows, slice) and isinstance(cols, slice):
             return self._compiled_block(rows, cols)
         x, y = self.points[rows], self.points[cols]
         out = self.kernel(x, y)
         xp = array_module(out) if hasattr(out, "shape") else np
         out = xp.asarray(out)
-        _check_block(out, (int(x.shape[0]), int(y.shape[0])), "kernel")
+        _check_block(out, (int(x.shape[0]), int(y.shape[0])), "kernel", check)
         if out.dtype != self.dtype or not out.flags.c_contiguous \
                 or not getattr(out.flags, "writeable", True):  # CuPy arrays are writeable
             out = xp.array(out, dtype=self.dtype, order="C")
@@ -303,7 +322,9 @@ class DenseSource(TileSource):
         self.A = A
         super().__init__(int(A.shape[0]), tile_size, A.dtype, nugget)
 
-    def _block(self, rows: Any, cols: Any) -> Any:
+    source_name = "A"
+
+    def _block(self, rows: Any, cols: Any, check: bool = True) -> Any:
         xp = array_module(self.A)
         if isinstance(rows, slice) and isinstance(cols, slice):
             out = xp.array(self.A[rows, cols], order="C")
@@ -311,6 +332,5 @@ class DenseSource(TileSource):
             r = xp.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
             c = xp.arange(cols.start, cols.stop) if isinstance(cols, slice) else cols
             out = xp.array(self.A[xp.asarray(r)[:, None], xp.asarray(c)[None, :]], order="C")
-        shape = tuple(out.shape)
-        _check_block(out, shape, "A")
+        _check_block(out, tuple(out.shape), "A", check)
         return out
