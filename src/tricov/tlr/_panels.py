@@ -33,7 +33,6 @@ compressed once, to ``tau = tol * sqrt(norm2) / ntiles`` with the running square
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from typing import Any
 
@@ -110,7 +109,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
     omega = _sampler(xp, rng, q, C.dtype)
     idx = np.arange(B)  # the tiles still in the rounds, and their stacks
     Cw = C
-    Tw = update[0][:, :p] if update is not None else None
+    Tw, WT = (update[0][:, :p], update[1]) if update is not None else (None, None)
     basis = _Basis(xp, B, p, q, C.dtype)
     live = xp.ones(B, dtype=C.dtype)  # on the device: 1 while the tile's estimate is large
     active = np.ones(B, dtype=bool)  # on the host: live as last read
@@ -122,7 +121,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
             sel = np.flatnonzero(active)
             dev = xp.asarray(sel)
             Cw, live, basis = Cw[dev], live[dev], basis.take(sel)
-            Tw = Tw[dev] if update is not None else None
+            Tw = Tw[dev] if Tw is not None else None
             idx, active = idx[sel], active[sel]
         m = idx.size
         # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
@@ -130,9 +129,8 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
         s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
         om = omega(s)
         Z = bmm(om, Cw, xp.empty((m, s, p), dtype=C.dtype), tb=True)
-        if update is not None:  # Z -= (Omega W) Tb^T
-            OW = bmm(om, update[1], xp.empty((1, s, update[1].shape[0]), dtype=C.dtype),
-                     tb=True)
+        if WT is not None:  # Z -= (Omega W) Tb^T
+            OW = bmm(om, WT, xp.empty((1, s, WT.shape[0]), dtype=C.dtype), tb=True)
             bmm(OW[0], Tw, Z, tb=True, alpha=-1.0, beta=1.0)
         project(Z, basis.QT[:, :r])
         live = live * (fro2(Z) > s * (0.5 * atol) ** 2)
@@ -148,13 +146,13 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
             break
         new = basis.QT[:, r:r + s]
         bmm(new, Cw, basis.VT[:, r:r + s])
-        if update is not None:  # VT -= (QT Tb) W^T
-            P = bmm(new, Tw, xp.empty((m, s, update[1].shape[0]), dtype=C.dtype))
-            bmm(P, update[1], basis.VT[:, r:r + s], alpha=-1.0, beta=1.0)
+        if WT is not None:  # VT -= (QT Tb) W^T
+            P = bmm(new, Tw, xp.empty((m, s, WT.shape[0]), dtype=C.dtype))
+            bmm(P, WT, basis.VT[:, r:r + s], alpha=-1.0, beta=1.0)
         r += s
     if r >= cap:  # filled their rank without a converged estimate: exact bases
         for j in np.flatnonzero(asnumpy(live) > 0).tolist():
-            X = Cw[j] if update is None else Cw[j] - Tw[j] @ update[1]
+            X = Cw[j] if WT is None else Cw[j] - Tw[j] @ WT
             basis.QT[j, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(X)[0].T
             basis.VT[j, :cap] = basis.QT[j, :cap] @ X
             basis.used[j, :cap] = 1
@@ -420,21 +418,14 @@ def _potrf_on(d: Any, device: int, side: Any, ready: Any) -> tuple[Any, Any]:
     order of the first NaN pivot or more than the order) and the event of its end."""
     import cupy
 
-    from ..backends import cuda_libs as lib
+    from ..backends.cuda import CUDAExecutor
 
-    n, ld = d.shape[0], d.strides[0] // d.itemsize
-    lwork = ctypes.c_int(0)
+    n = d.shape[0]
     with cupy.cuda.Device(device), side:
         side.wait_event(ready)
-        handle = lib.bind_solver(side.ptr)  # this thread's handle
-        # Row-major lower triangle = column-major upper triangle.
-        lib.check(lib.solver("potrf_bufferSize", d.dtype)(
-            handle, lib.FILL[b"U"], n, d.data.ptr, ld, ctypes.byref(lwork)), "potrf_bufferSize")
-        work = cupy.empty(max(1, lwork.value), dtype=d.dtype)
-        info = cupy.zeros(1, dtype=np.int32)
-        lib.check(lib.solver("potrf", d.dtype)(
-            handle, lib.FILL[b"U"], n, d.data.ptr, ld, work.data.ptr, lwork.value,
-            info.data.ptr), "potrf")
+        # Row-major lower triangle = column-major upper triangle; the executor's handles are
+        # this thread's, bound to ``side``.
+        info = CUDAExecutor(d.dtype).raw_potrf(b"U", n, d.data.ptr, d.strides[0] // d.itemsize)
         zero_upper(d)
         # cuSOLVER does not test pivots for NaN: the first NaN on the factor's diagonal
         # gives the order LAPACK would report (as dense.potrf)
