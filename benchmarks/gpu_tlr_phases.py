@@ -3,10 +3,10 @@
     python benchmarks/gpu_tlr_phases.py --n 100000 --tile 4096 [--tol 1e-8]
 
 Runs potrf_from_kernel once to compile and warm up, once plain (the wall time), then once
-with the device synchronised around each phase (generation of the panels, Schur updates,
-diagonal factorizations, compression, the column TRSMs): a phase's time includes its
-launches and waits, so the phases add up to slightly more than the plain run. Matérn
-nu = 0.5, beta = 0.1 on a jittered grid in Morton order, as benchmarks/gpu_geostat.py.
+with the device synchronised around each phase (generation of the panels, the factors of
+the Schur updates, diagonal factorizations, compression, the column TRSMs): a phase's time
+includes its launches and waits, so the phases add up to slightly more than the plain run.
+Matérn nu = 0.5, beta = 0.1 on a jittered grid in Morton order, as benchmarks/gpu_geostat.py.
 """
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def main() -> None:
         wall = time.perf_counter() - t0
         del F
         table: dict = defaultdict(float)
-        saved = (KernelSource.panel, KernelSource.diag, _panels._Columns.schur,
+        saved = (KernelSource.panel, KernelSource.diag, _panels._Columns.correction,
                  _panels.compress_stack, cholesky._factor_diag, _panels._Columns.add,
                  _panels._Columns.store)
         KernelSource.panel = _sync_timer(table, "generate panels", saved[0])
         KernelSource.diag = _sync_timer(table, "generate diagonal", saved[1])
-        _panels._Columns.schur = _sync_timer(table, "schur update", saved[2])
+        _panels._Columns.correction = _sync_timer(table, "schur factors", saved[2])
         _panels.compress_stack = _sync_timer(table, "compress", saved[3])
         cholesky._factor_diag = _sync_timer(table, "potrf diagonal", saved[4])
         _panels._Columns.add = _sync_timer(table, "column trsm", saved[5])
@@ -72,7 +72,7 @@ def main() -> None:
             F = potrf_from_kernel(kern, x, tile_size=tile, tol=args.tol)
             phased = time.perf_counter() - t0
         finally:
-            (KernelSource.panel, KernelSource.diag, _panels._Columns.schur,
+            (KernelSource.panel, KernelSource.diag, _panels._Columns.correction,
              _panels.compress_stack, cholesky._factor_diag, _panels._Columns.add,
              _panels._Columns.store) = saved
         print(f"n={args.n} tile={tile} tol={args.tol}: wall {wall:.3f} s, phased run "

@@ -1,6 +1,6 @@
-"""GPU tests of the building blocks of the GPU range finder: the strided-batched products of
-tricov.tlr._stacks and the pivoted Gram factorization of kernels/cuda/gram.cu, against NumPy
-(the same functions run on host arrays, and matmul)."""
+"""GPU tests of the building blocks of the GPU range finder: the strided-batched and grouped
+products of tricov.tlr._stacks and the pivoted Gram factorization of kernels/cuda/gram.cu,
+against NumPy (the same functions run on host arrays, and matmul)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tricov.tlr import _orthonormal
-from tricov.tlr._stacks import bmm
+from tricov.tlr._stacks import Product, bmm, bmm_grouped
 
 pytestmark = pytest.mark.gpu
 
@@ -50,6 +50,71 @@ def test_bmm_broadcasts_a_matrix(cp):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bmm_grouped_matches_matmul(cp, dtype):
+    """Products of different shapes, transposes, strided views, a broadcast matrix, alpha and
+    beta, and empty ones (no member, no column, no inner dimension) in one grouped call, twice
+    (the second reuses the addresses' pinned buffers once the first copy is done)."""
+    rng = np.random.default_rng(2)
+    host, dev, wants = [], [], []
+    shapes = [(3, 5, 7, 9, False, False), (4, 6, 2, 11, True, False), (2, 8, 8, 3, False, True),
+              (5, 1, 4, 6, True, True), (0, 3, 3, 3, False, False), (2, 3, 0, 4, False, False),
+              (2, 3, 4, 0, False, False)]
+    for m, rows, cols, inner, ta, tb in shapes:
+        A = rng.standard_normal((m, inner + 2, rows + 3) if ta else (m, rows + 2, inner + 3))
+        B = rng.standard_normal((cols + 1, inner + 1) if tb else (inner + 1, cols + 1))
+        out = rng.standard_normal((m, rows + 1, cols + 2))
+        A, B, out = (x.astype(dtype) for x in (A, B, out))
+        a = A[:, 1:inner + 1, :rows] if ta else A[:, 1:rows + 1, :inner]
+        b = B[:cols, :inner] if tb else B[:inner, :cols]
+        want = out.copy()
+        want[:, :rows, 1:cols + 1] = (0.5 * (a.swapaxes(1, 2) if ta else a)
+                                      @ (b.T if tb else b) - 2.0 * out[:, :rows, 1:cols + 1])
+        wants.append(want)
+        dA, dB, dout = cp.asarray(A), cp.asarray(B), cp.asarray(out)
+        host.append(dout)
+        da = dA[:, 1:inner + 1, :rows] if ta else dA[:, 1:rows + 1, :inner]
+        db = dB[:cols, :inner] if tb else dB[:inner, :cols]
+        dev.append(Product(da, db, dout[:, :rows, 1:cols + 1], ta, tb, 0.5, -2.0))
+    first = [o.copy() for o in host]
+    bmm_grouped(dev)
+    eps = np.finfo(dtype).eps
+    for got, want in zip(host, wants, strict=True):
+        np.testing.assert_allclose(got.get(), want, atol=200 * eps * _scale(want))
+    for o, f in zip(host, first, strict=True):
+        o[...] = f
+    bmm_grouped(dev)
+    for got, want in zip(host, wants, strict=True):
+        np.testing.assert_allclose(got.get(), want, atol=200 * eps * _scale(want))
+
+
+def _scale(x: np.ndarray) -> float:
+    return max(1.0, float(np.abs(x).max(initial=0.0)))
+
+
+def test_bmm_grouped_on_leading_parts(cp):
+    """Per-member rows and inner sizes (zero ones skipped, their outputs untouched) against
+    the host: the same function on NumPy arrays, and a direct product."""
+    rng = np.random.default_rng(3)
+    m, R, p, r = 6, 9, 40, 5
+    V = rng.standard_normal((m, R, p))
+    v = rng.standard_normal((r, p))
+    U = rng.standard_normal((m, R, p + 3))
+    ranks = np.array([9, 0, 3, 1, 7, 2])
+    Z_h, T_h = np.full((m, R, r), 5.0), np.zeros((m, p + 3, r + 2))
+    Z_d, T_d = cp.asarray(Z_h), cp.asarray(T_h)
+    for Z, T, xp in ((Z_h, T_h, np), (Z_d, T_d, cp)):
+        bmm_grouped([Product(xp.asarray(V), xp.asarray(v), Z, tb=True, rows=ranks)])
+        bmm_grouped([Product(xp.asarray(U), Z, T[:, :, 1:r + 1], ta=True, inner=ranks)])
+    np.testing.assert_allclose(Z_d.get(), Z_h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(T_d.get(), T_h, rtol=1e-12, atol=1e-12)
+    for b, k in enumerate(ranks):
+        assert (Z_h[b, k:] == 5.0).all()
+        want = U[b, :k].T @ (V[b, :k] @ v.T)
+        np.testing.assert_allclose(T_h[b, :, 1:r + 1], want, rtol=1e-12, atol=1e-12)
+    assert (T_h[:, :, 0] == 0).all() and (T_h[:, :, r + 1] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("w,p", [(1, 200), (7, 130), (32, 200), (32, 64)])
 def test_orthonormal_rows_match_the_host(cp, dtype, w, p):
     """Rank-deficient blocks (repeated and tiny rows), a member that is not live and an empty
@@ -85,3 +150,21 @@ def test_orthonormal_rows_match_the_host(cp, dtype, w, p):
         np.testing.assert_allclose(Q[:kept[b]] @ Q[:kept[b]].T, np.eye(kept[b]), atol=tol)
         assert not Q[kept[b]:].any()
         np.testing.assert_allclose(Q, D_h[b], atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_upper_triangle_kernel_on_views(cp, dtype):
+    """symmetrize_lower and zero_upper on a strided square view: the strict upper triangle
+    mirrors (conjugated) or is zeroed, nothing else changes, as on the host."""
+    from tricov.tlr._array import symmetrize_lower, zero_upper
+
+    rng = np.random.default_rng(5)
+    big = rng.standard_normal((40, 45)) + (1j * rng.standard_normal((40, 45))
+                                           if np.dtype(dtype).kind == "c" else 0)
+    big = big.astype(dtype)
+    for f in (symmetrize_lower, zero_upper):
+        want = big.copy()
+        f(want[3:36, 5:38])
+        got = cp.asarray(big)
+        f(got[3:36, 5:38])
+        np.testing.assert_array_equal(got.get(), want)

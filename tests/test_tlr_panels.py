@@ -74,12 +74,15 @@ def test_factor_solve_logdet(mode, dtype):
 
 
 def test_chunked_panels(monkeypatch):
-    """Panels cut into chunks of two tiles (and the short tile alone) give a factor of the
-    same accuracy and ranks as whole panels (the random draws differ)."""
+    """Panels cut into chunks of two tiles (the short last tile padded, in a chunk of its own
+    or with a full one) give a factor of the same accuracy and ranks as whole panels (the
+    random draws differ)."""
     src = KernelSource(KERNEL, X, NB, np.float64, NUGGET)
     whole = _dl(src, 1e-8)
     monkeypatch.setattr(_panels, "PANEL_BYTES", 2 * NB * NB * 8)
-    assert _panels._chunks(TLRMatrix(N, NB, tol=1e-8), 0) == [(1, 3), (3, 5), (5, 7), (7, 8)]
+    shape = TLRMatrix(N, NB, tol=1e-8)
+    assert _panels._chunks(shape, 0) == [(1, 3), (3, 5), (5, 7), (7, 8)]
+    assert _panels._chunks(shape, 1) == [(2, 4), (4, 6), (6, 8)]
     chunked = _dl(src, 1e-8)
     L = chunked.to_dense()
     assert fro_error(A, L @ L.T) <= 1e-8 + slack(N, np.float64)
@@ -176,3 +179,15 @@ def test_nan_entries_raise():
     M[5 * NB + 3, 2] = M[2, 5 * NB + 3] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
         _dl(DenseSource(M, NB, 0.0), 1e-8)
+
+
+@pytest.mark.parametrize("which", ["kernel", "dense"])
+def test_padded_panel_is_the_panel_and_zero_rows(which):
+    """A panel with the short last tile padded: the same entries, then zero rows."""
+    src = (KernelSource(KERNEL, X, NB, np.float64, NUGGET) if which == "kernel"
+           else DenseSource(A, NB, 0.0))
+    plain = src.panel(2, 5, 8)
+    padded = src.panel(2, 5, 8, rows=3 * NB)
+    assert plain.shape == (2 * NB + N - 7 * NB, NB) and padded.shape == (3 * NB, NB)
+    np.testing.assert_array_equal(padded[:plain.shape[0]], plain)
+    assert not padded[plain.shape[0]:].any()

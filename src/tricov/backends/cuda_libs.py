@@ -73,6 +73,7 @@ _SIGNATURES: dict[str, list] = {
     "gemmStridedBatched": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _i64, _vp, _i, _i64, _vp,
                            _vp, _i, _i64, _i],
     "gemmBatched": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _vp, _i, _i],
+    "gemmGroupedBatched": [_vp] * 14 + [_i, _vp],
     "trsm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i],
     "trmm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _i],
     "syrk_v2": [_vp, _i, _i, _i, _i, _vp, _vp, _i, _vp, _vp, _i],

@@ -97,10 +97,14 @@ _BLOCK = 256
 def symmetrize_lower(a: Any) -> Any:
     """Overwrite the strict upper triangle of the square ``a`` with the conjugate of the lower.
 
-    Done in place by blocks of rows (no ``n x n`` temporaries); returns ``a``.
+    Done in place (on a GPU by one kernel; on the host by blocks of rows, with no ``n x n``
+    temporaries); returns ``a``.
     """
     xp = array_module(a)
     n = a.shape[0]
+    if xp is not np:
+        _upper_kernel()(np.int64(n), True, a, size=n * n)
+        return a
     for r0 in range(0, n, _BLOCK):
         r1 = min(n, r0 + _BLOCK)
         a[r0:r1, r1:] = a[r1:, r0:r1].T.conj()
@@ -113,9 +117,32 @@ def zero_upper(a: Any) -> Any:
     """Zero the strict upper triangle of the square ``a`` in place; returns ``a``."""
     xp = array_module(a)
     n = a.shape[0]
+    if xp is not np:
+        _upper_kernel()(np.int64(n), False, a, size=n * n)
+        return a
     for r0 in range(0, n, _BLOCK):
         r1 = min(n, r0 + _BLOCK)
         a[r0:r1, r1:] = 0
         d = a[r0:r1, r0:r1]
         d[...] = xp.tril(d)
     return a
+
+
+@functools.cache
+def _upper_kernel() -> Any:
+    import cupy
+
+    # Element (r, c) above the diagonal of the square ``a`` (any strides) gets the conjugate
+    # of (c, r) (``mirror``) or zero; the two triangles are disjoint, so in place is safe.
+    return cupy.ElementwiseKernel(
+        "int64 n, bool mirror", "raw T a",
+        """
+        ptrdiff_t r = i / n, c = i % n;
+        if (c > r) a[i] = mirror ? tricov_conj(a[c * n + r]) : T(0);
+        """,
+        "tricov_upper",
+        preamble="""
+        __device__ float tricov_conj(float x) { return x; }
+        __device__ double tricov_conj(double x) { return x; }
+        template <typename C> __device__ C tricov_conj(C x) { return conj(x); }
+        """)

@@ -5,27 +5,30 @@ The CuPy path of :func:`tricov.tlr.potrf` (mode LL) and of
 tiles with a tolerance, and of the compression of :meth:`TLRMatrix.from_kernel`. It is written
 for any array module (the CPU tests run it on NumPy), but it is shaped for a GPU, where a
 dense ``nb x nb`` tile is cheap to hold and every Python call costs a launch: the work of a
-tile column is a few hundred strided-batched GEMMs and small kernels over all its tiles at
-once, and the host waits only for the range finder's convergence flags (while the device
-works on) and for the ranks.
+tile column is a few hundred batched GEMMs and small kernels over all its tiles at once, and
+the host waits only for the range finder's convergence flags (while the device works on) and
+for the ranks.
 
-For tile column ``k`` the tiles ``i >= k`` are handled as stacks ``(tiles, nb, nb)``:
+For tile column ``k`` the tiles ``i >= k`` are handled as stacks ``(tiles, nb, nb)`` (a short
+last tile padded with zero rows to a full one, so that a column is one stack, or a few where
+it exceeds :data:`PANEL_BYTES`):
 
 1. the panel of ``A`` (DL: generated; LL: the low-rank tiles expanded, ``U_ik V_ik^T``);
 2. the Schur update in factored form, ``S_i = A_ik - T_i W^T`` with
-   ``W = [U_k0 ... U_k,k-1]`` and ``T_i = [U_ij (V_ij^T V_kj)]_j`` (two strided-batched
-   GEMMs per earlier column ``j``, over all the panel's tiles at once). Only the diagonal
-   tile is updated densely; the off-diagonal ``S_i`` are never formed: the range finder
-   multiplies ``A`` and the factors apart, which costs a fraction (its samples over ``nb``)
-   of a dense update;
+   ``W = [U_k0 ... U_k,k-1]`` and ``T_i = [U_ij (V_ij^T V_kj)]_j``: two grouped GEMMs
+   (:func:`~tricov.tlr._stacks.bmm_grouped`) over every earlier column ``j`` and every tile
+   of the stack, each product on the tile's own rank, not on its column's padded one. Only
+   the diagonal tile is updated densely; the off-diagonal ``S_i`` are never formed: the range
+   finder multiplies ``A`` and the factors apart, which costs a fraction (its samples over
+   ``nb``) of a dense update;
 3. ``L_kk = potrf(S_kk)``, on a GPU on a second stream beside step 4, which does not need it;
 4. the off-diagonal tiles compressed by :func:`compress_stack`;
-5. ``V_ik <- L_kk^-1 V_ik`` for the whole column in one TRSM.
+5. ``V_ik <- L_kk^-1 V_ik`` for the whole column in one TRSM on the rows of the tiles' ranks.
 
 The factor of column ``j`` is kept as two stacks ``UT[j]`` and ``VT[j]`` of shape
 ``(tiles, R_j, nb)`` (``U^T`` and ``V^T`` of tiles ``i > j``, zero-padded to the column's
 largest rank ``R_j``; the short last tile row is zero-padded to ``nb`` rows), so that the
-blocks of step 2 are strided batches; at the end the tiles are copied out into ``T``.
+blocks of step 2 are strided views; at the end the tiles are copied out into ``T``.
 
 Accuracy is that of :mod:`tricov.tlr.cholesky`: each tile of the Schur complement is
 compressed once, to ``tau = tol * sqrt(norm2) / ntiles`` with the running squared norm.
@@ -42,7 +45,7 @@ from .. import dense
 from ._array import array_module, asnumpy, fro2, zero_upper
 from ._orthonormal import WIDTH, orthonormalize, project
 from ._progress import Progress
-from ._stacks import bmm
+from ._stacks import Product, bmm, bmm_grouped
 from .build import tile_atol
 from .matrix import TLRMatrix
 
@@ -288,36 +291,44 @@ class _Columns:
         self.UT: list[Any] = []
         self.VT: list[Any] = []
         self.ranks: list[np.ndarray] = []
+        self._wt: tuple[int, Any] | None = None
 
     def correction(self, k: int, i0: int, i1: int, xp: Any) -> tuple[Any, Any] | None:
         """The Schur update of tiles ``i0 <= i < i1`` of column ``k`` (``i0 >= k``) as
         factors: ``sum_j L_ij L_kj^T = Tb_i W^T`` with ``Tb`` ``(i1 - i0, nb, width)`` and
-        ``W^T`` ``(width, nb)``; None where no earlier column reaches row ``k``."""
+        ``W^T`` ``(width, nb)``; None where no earlier column reaches row ``k``. The products
+        of all earlier columns are two grouped GEMMs."""
         used = [j for j in range(k) if self.ranks[j][k - j - 1]]
         if not used:
             return None
-        c = i1 - i0
-        width = sum(int(self.ranks[j][k - j - 1]) for j in used)
-        Tb = xp.empty((c, self.nb, width), dtype=self.T.dtype)
-        WT = xp.empty((width, self.nb), dtype=self.T.dtype)
-        col = 0
-        for j in used:
-            r, R = int(self.ranks[j][k - j - 1]), self.UT[j].shape[1]
+        c, dtype = i1 - i0, self.T.dtype
+        rs = [int(self.ranks[j][k - j - 1]) for j in used]
+        Rs = [self.UT[j].shape[1] for j in used]
+        width = sum(rs)
+        Tb = xp.zeros((c, self.nb, width), dtype=dtype)  # tiles of rank 0 are skipped
+        Zall = xp.empty(c * sum(R * r for R, r in zip(Rs, rs, strict=True)), dtype=dtype)
+        first, second = [], []
+        col = at = 0
+        for j, r, R in zip(used, rs, Rs, strict=True):
             s0, s1 = i0 - j - 1, i1 - j - 1
-            Z = bmm(self.VT[j][s0:s1], self.VT[j][k - j - 1, :r],
-                    xp.empty((c, R, r), dtype=self.T.dtype), tb=True)
-            bmm(self.UT[j][s0:s1], Z, Tb[:, :, col:col + r], ta=True)
-            WT[col:col + r] = self.UT[j][k - j - 1, :r]
-            col += r
-        return Tb, WT
+            Z = Zall[at:at + c * R * r].reshape(c, R, r)
+            rank = self.ranks[j][s0:s1]  # each tile's own rank, not the column's padded R
+            first.append(Product(self.VT[j][s0:s1], self.VT[j][k - j - 1, :r], Z, tb=True,
+                                 rows=rank))
+            second.append(Product(self.UT[j][s0:s1], Z, Tb[:, :, col:col + r], ta=True,
+                                  inner=rank))
+            col, at = col + r, at + c * R * r
+        bmm_grouped(first)
+        bmm_grouped(second)
+        return Tb, self._w(k, used, rs, xp)
 
-    def schur(self, C: Any, k: int, i0: int, i1: int) -> None:
-        """``C_i -= sum_j L_ij L_kj^T`` for the stack ``C`` of tiles ``i0 <= i < i1`` of
-        column ``k`` (rows of a short last tile may be fewer than ``nb``)."""
-        factors = self.correction(k, i0, i1, array_module(C))
-        if factors is not None:
-            Tb, WT = factors
-            bmm(Tb[:, :C.shape[1]], WT[:, :C.shape[2]], C, alpha=-1.0, beta=1.0)
+    def _w(self, k: int, used: list[int], rs: list[int], xp: Any) -> Any:
+        """``W^T`` of column ``k``: the rows ``U_kj^T`` of the earlier columns, stacked (made
+        once per column)."""
+        if self._wt is None or self._wt[0] != k:
+            self._wt = (k, xp.concatenate([self.UT[j][k - j - 1, :r]
+                                           for j, r in zip(used, rs, strict=True)]))
+        return self._wt[1]
 
     def add(self, k: int, parts: list[tuple[int, Any, Any, np.ndarray]], L: Any) -> None:
         """Record column ``k`` from the compressed chunks ``(first tile, QT, VT, ranks)``,
@@ -332,8 +343,16 @@ class _Columns:
             a, c = i0 - k - 1, qt.shape[0]
             UT[a:a + c, :qt.shape[1], :qt.shape[2]] = qt
             VT[a:a + c, :vt.shape[1], :vt.shape[2]] = vt
-        if R:
-            dense.trsm(L, VT.reshape(m * R, self.nb), side="R", uplo="L", trans="T")
+        if R:  # on each tile's rows only: a column's ranks vary by far more than 2x
+            rows = np.flatnonzero(np.arange(R) < ranks[:, None])
+            flat = VT.reshape(m * R, self.nb)
+            if rows.size == flat.shape[0]:
+                dense.trsm(L, flat, side="R", uplo="L", trans="T")
+            else:
+                idx = xp.asarray(rows)
+                X = flat[idx]
+                dense.trsm(L, X, side="R", uplo="L", trans="T")
+                flat[idx] = X
         self.UT.append(UT)
         self.VT.append(VT)
         self.ranks.append(ranks)
@@ -352,25 +371,32 @@ class _Columns:
 
 
 def _chunks(T: TLRMatrix, k: int) -> list[tuple[int, int]]:
-    """Tiles ``k < i < nt`` of column ``k`` in runs of at most :data:`PANEL_BYTES`, the short
-    last tile on its own."""
+    """Tiles ``k < i < nt`` of column ``k`` in runs of at most :data:`PANEL_BYTES` (a short
+    last tile is padded to a full one: see :func:`_panel`)."""
     nt, nb = T.ntiles, T.tile_size
     per = max(1, PANEL_BYTES // (nb * nb * T.dtype.itemsize))
-    stop = nt - 1 if int(T.offsets[nt] - T.offsets[nt - 1]) != nb else nt
-    out = [(i, min(i + per, stop)) for i in range(k + 1, stop, per)]
-    if stop < nt and k + 1 < nt:
-        out.append((nt - 1, nt))
-    return out
+    return [(i, min(i + per, nt)) for i in range(k + 1, nt, per)]
 
 
-def _generated(T: TLRMatrix, src: Any, k: int, i0: int, i1: int) -> tuple[Any, float]:
-    """The stack of tiles ``i0 <= i < i1`` of column ``k`` generated from ``src``, and what
-    they add to the running ``||A||_F^2`` (twice their squares: the upper triangle too)."""
-    off = T.offsets
-    C = src.panel(k, i0, i1, check=False).reshape(i1 - i0, int(off[i0 + 1] - off[i0]), -1)
-    norm2 = fro2(C, None)
-    src.check_norm(C, norm2)
-    return C, 2.0 * norm2
+def _panel(T: TLRMatrix, src: Any, k: int, i0: int, i1: int) -> tuple[Any, float]:
+    """The stack ``(i1 - i0, nb, cols)`` of tiles ``i0 <= i < i1`` of column ``k`` of ``A``
+    (a short last tile padded with zero rows, so that a column is one stack), and what they
+    add to the running ``||A||_F^2`` (in mode DL; 0 in mode LL, where ``src`` is None and the
+    low-rank tiles of ``T`` are expanded and released)."""
+    off, nb = T.offsets, T.tile_size
+    cols = int(off[k + 1] - off[k])
+    if src is not None:
+        C = src.panel(k, i0, i1, check=False, rows=(i1 - i0) * nb).reshape(i1 - i0, nb, cols)
+        norm2 = fro2(C, None)
+        src.check_norm(C, norm2)
+        return C, 2.0 * norm2  # the upper triangle too
+    xp = array_module(T._diag[k])
+    short = int(off[i1] - off[i1 - 1]) < nb
+    C = (xp.zeros if short else xp.empty)((i1 - i0, nb, cols), dtype=T.dtype)
+    for b, i in enumerate(range(i0, i1)):
+        C[b, :int(off[i + 1] - off[i])] = T._U[i][k] @ T._V[i][k].T
+        T._U[i][k] = T._V[i][k] = None  # the tiles of A are consumed
+    return C, 0.0
 
 
 def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
@@ -379,12 +405,14 @@ def compress_column(T: TLRMatrix, src: Any, k: int, norm2: float,
     :func:`tricov.tlr.build.build`), each run of tiles to the accuracy of the running squared
     norm ``norm2``; returns it."""
     xp = array_module(T._diag[k])
+    off = T.offsets
     for i0, i1 in _chunks(T, k):
-        C, add = _generated(T, src, k, i0, i1)
+        C, add = _panel(T, src, k, i0, i1)
         norm2 += add
         QT, VT, ranks = compress_stack(C, tile_atol(T.tol, norm2, T.ntiles), rng)
         for b, r in enumerate(ranks.tolist()):
-            T._U[i0 + b][k] = xp.ascontiguousarray(QT[b, :r].T)
+            rows = int(off[i0 + b + 1] - off[i0 + b])
+            T._U[i0 + b][k] = xp.ascontiguousarray(QT[b, :r, :rows].T)
             T._V[i0 + b][k] = xp.ascontiguousarray(VT[b, :r].T)
     return norm2
 
@@ -472,30 +500,31 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
     ``||A||_F^2``). Returns ``norm2``."""
     from .._errors import NotPositiveDefiniteError
 
-    nt, off = T.ntiles, T.offsets
+    nt = T.ntiles
     F = _Columns(T)
+    xp = array_module(T._diag[0])
     with Progress(nt, "TLR Cholesky (left-looking, panels)", progress) as bar:
         for k in range(nt):
-            F.schur(T._diag[k][None], k, k, k + 1)
+            chunks = _chunks(T, k)
+            # the diagonal tile's update comes with that of the first chunk
+            update = F.correction(k, k, chunks[0][1] if chunks else k + 1, xp)
+            if update is not None:
+                d = T._diag[k]
+                bmm(update[0][:1, :d.shape[0]], update[1][:, :d.shape[1]], d[None],
+                    alpha=-1.0, beta=1.0)
+                update = (update[0][1:], update[1])
             try:
                 started = _start_diag(T, k)
             except NotPositiveDefiniteError:
                 F.store(k)
                 raise
             parts = []
-            for i0, i1 in _chunks(T, k):
-                if src is not None:
-                    C, add = _generated(T, src, k, i0, i1)
-                    norm2 += add
-                else:
-                    xp = array_module(T._diag[k])
-                    C = xp.empty((i1 - i0, int(off[i0 + 1] - off[i0]), int(off[k + 1] - off[k])),
-                                 dtype=T.dtype)
-                    for b, i in enumerate(range(i0, i1)):
-                        C[b] = T._U[i][k] @ T._V[i][k].T
-                        T._U[i][k] = T._V[i][k] = None  # the tiles of A are consumed
-                parts.append((i0, *compress_stack(C, tile_atol(tol, norm2, nt), rng,
-                                                  F.correction(k, i0, i1, array_module(C)))))
+            for c, (i0, i1) in enumerate(chunks):
+                C, add = _panel(T, src, k, i0, i1)
+                norm2 += add
+                if c and update is not None:
+                    update = F.correction(k, i0, i1, xp)
+                parts.append((i0, *compress_stack(C, tile_atol(tol, norm2, nt), rng, update)))
                 del C
             try:
                 _finish_diag(T, k, started)

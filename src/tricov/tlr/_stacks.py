@@ -4,19 +4,39 @@
 (``U^T`` of a column of tiles) is copied, every time. :func:`bmm` reads the operands through
 their strides and transposes them in the product (one cuBLAS ``gemmStridedBatched`` on CuPy
 arrays), and writes into a given output, which may be a slice of a larger stack.
+:func:`bmm_grouped` does several such products of different shapes in one cuBLAS call
+(``gemmGroupedBatched``), for loops whose every step is a small product.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._array import array_module
 
-__all__ = ["bmm"]
+__all__ = ["Product", "bmm", "bmm_grouped"]
+
+
+class Product(NamedTuple):
+    """One product of :func:`bmm_grouped`: ``out_b = alpha op(A_b) op(B_b) + beta out_b``
+    (the arguments of :func:`bmm`), optionally on the leading part of each member only:
+    ``rows[b]`` rows of ``op(A_b)`` and ``out_b``, ``inner[b]`` of the inner dimension (int
+    arrays, one entry per member; None: all)."""
+
+    A: Any
+    B: Any
+    out: Any
+    ta: bool = False
+    tb: bool = False
+    alpha: float = 1.0
+    beta: float = 0.0
+    rows: np.ndarray | None = None
+    inner: np.ndarray | None = None
 
 
 def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: float = 1.0,
@@ -76,21 +96,124 @@ def _geometry(X: Any, dtype: np.dtype) -> tuple[int, int, int]:
 _BOUND: dict[int, int] = {}
 
 
-@functools.cache
-def _cublas(dtype: np.dtype) -> tuple[Any, Any, Any]:
-    """cuBLAS's strided-batched GEMM for ``dtype``, its scalar type, and a function giving
-    tricov's handle for it bound to the current stream (rebound only when that changes)."""
+def _handle() -> int:
+    """tricov's cuBLAS handle for stacks, bound to the current stream (rebound only when that
+    changes)."""
     import cupy
 
     from ..backends import cuda_libs as lib
 
-    def handle() -> int:
-        h = lib.own_handle("stacks")
-        stream = cupy.cuda.get_current_stream().ptr
-        if _BOUND.get(h) != stream:
-            lib.bind_blas(stream, h)
-            _BOUND[h] = stream
-        return h
+    h = lib.own_handle("stacks")
+    stream = cupy.cuda.get_current_stream().ptr
+    if _BOUND.get(h) != stream:
+        lib.bind_blas(stream, h)
+        _BOUND[h] = stream
+    return h
+
+
+@functools.cache
+def _cublas(dtype: np.dtype) -> tuple[Any, Any, Any]:
+    """cuBLAS's strided-batched GEMM for ``dtype``, its scalar type, and :func:`_handle`."""
+    from ..backends import cuda_libs as lib
 
     scalar = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    return lib.blas("gemmStridedBatched", dtype), scalar, handle
+    return lib.blas("gemmStridedBatched", dtype), scalar, _handle
+
+
+@functools.cache
+def _grouped(dtype: np.dtype) -> tuple[Any, Any]:
+    """cuBLAS's grouped-batched GEMM for ``dtype`` and :func:`_handle`."""
+    from ..backends import cuda_libs as lib
+
+    return lib.blas("gemmGroupedBatched", dtype), _handle
+
+
+#: Pinned host buffers of copies still in flight, with the events that end them.
+_IN_FLIGHT: collections.deque = collections.deque()
+
+
+def _pinned(shape: tuple[int, ...]) -> np.ndarray:
+    """An int64 host array in pinned memory (so that a copy from it is asynchronous)."""
+    import cupyx
+
+    return cupyx.empty_pinned(shape, dtype=np.int64)
+
+
+def _keep_until_done(stream: Any, buffer: np.ndarray) -> None:
+    """Hold ``buffer`` until the work queued on ``stream`` so far (a copy from it) is done;
+    release the buffers whose copies have finished."""
+    while _IN_FLIGHT and _IN_FLIGHT[0][0].done:
+        _IN_FLIGHT.popleft()
+    _IN_FLIGHT.append((stream.record(), buffer))
+
+
+def bmm_grouped(products: list[Product]) -> None:
+    """Every product of ``products`` (as :func:`bmm`; the outputs must not overlap any
+    operand), on CuPy arrays in one cuBLAS ``gemmGroupedBatched`` call, one group per member,
+    the members' addresses sent to the device in one asynchronous copy. A member given no
+    rows or no inner dimension (:class:`Product`'s ``rows``, ``inner``) is skipped: its output
+    is not written."""
+    if not products:
+        return
+    xp = array_module(products[0].out)
+    if xp is np:
+        for p in products:
+            for b in range(p.out.shape[0]):
+                r = slice(None) if p.rows is None else slice(0, int(p.rows[b]))
+                k = slice(None) if p.inner is None else slice(0, int(p.inner[b]))
+                if r.stop == 0 or k.stop == 0:
+                    continue
+                a = p.A[b] if p.A.ndim == 3 else p.A
+                a = a[k, r] if p.ta else a[r, k]
+                bb = p.B[b] if p.B.ndim == 3 else p.B
+                bb = bb[:, k] if p.tb else bb[k]
+                bmm(a, bb, p.out[b:b + 1, r], ta=p.ta, tb=p.tb, alpha=p.alpha, beta=p.beta)
+        return
+    import cupy
+
+    dtype = products[0].out.dtype
+    isz = dtype.itemsize
+    cols_, rows_, inner_, params, addrs, scalars = [], [], [], [], [], []
+    for p in products:
+        batch, rows, cols = p.out.shape
+        inner = p.A.shape[-2] if p.ta else p.A.shape[-1]
+        r = np.full(batch, rows) if p.rows is None else np.minimum(p.rows, rows)
+        k = np.full(batch, inner) if p.inner is None else np.minimum(p.inner, inner)
+        if p.rows is None and p.inner is None and batch and rows and cols and not inner:
+            out = p.out
+            out *= p.beta  # the product of nothing, as BLAS defines it
+        members = np.flatnonzero((r > 0) & (k > 0)) if cols else np.zeros(0, np.int64)
+        if not members.size:
+            continue
+        geo = [_geometry(X, dtype) for X in (p.B, p.A, p.out)]
+        # row-major products as column-major ones of the transposes (see bmm): B first
+        addrs.append(np.stack([ptr + members * (stride * isz) for ptr, _, stride in geo]))
+        params.append(np.repeat([[int(p.tb)], [int(p.ta)], [geo[0][1]], [geo[1][1]],
+                                 [geo[2][1]]], members.size, axis=1))
+        cols_.append(np.full(members.size, cols))
+        rows_.append(r[members])
+        inner_.append(k[members])
+        scalars.append(np.repeat([[p.alpha], [p.beta]], members.size, axis=1))
+    if not addrs:
+        return
+    count = sum(a.shape[1] for a in addrs)
+    host = _pinned((3, count))
+    host[...] = np.concatenate(addrs, axis=1)
+    ta, tb, lda, ldb, ldc = np.ascontiguousarray(np.concatenate(params, axis=1), np.int32)
+    m, n, k = (np.ascontiguousarray(np.concatenate(x), np.int32)
+               for x in (cols_, rows_, inner_))
+    alpha, beta = np.ascontiguousarray(np.concatenate(scalars, axis=1),
+                                       np.float64 if dtype == np.float64 else np.float32)
+    sizes = np.ones(count, dtype=np.int32)
+    dev = cupy.empty((3, count), dtype=np.int64)
+    stream = cupy.cuda.get_current_stream()
+    cupy.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes,
+                                  cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
+    _keep_until_done(stream, host)
+    grouped, handle = _grouped(dtype)
+    status = grouped(handle(), ta.ctypes.data, tb.ctypes.data, m.ctypes.data, n.ctypes.data,
+                     k.ctypes.data, alpha.ctypes.data, dev[0].data.ptr, lda.ctypes.data,
+                     dev[1].data.ptr, ldb.ctypes.data, beta.ctypes.data, dev[2].data.ptr,
+                     ldc.ctypes.data, count, sizes.ctypes.data)
+    if status:
+        raise RuntimeError(f"cublas gemmGroupedBatched failed with status {status}")

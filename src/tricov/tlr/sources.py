@@ -113,11 +113,20 @@ class TileSource:
     def _diag_block(self, s: slice) -> Any:
         return self._block(s, s)
 
-    def panel(self, k: int, i0: int, i1: int, check: bool = True) -> Any:
+    def panel(self, k: int, i0: int, i1: int, check: bool = True,
+              rows: int | None = None) -> Any:
         """Dense rows of tiles ``i0 <= i < i1`` (all ``> k``) of tile column ``k``; ``check``
-        as :meth:`_block` (a caller that reduces the panel anyway can test the result)."""
-        return self._block(slice(int(self.offsets[i0]), int(self.offsets[i1])), self._range(k),
-                           check)
+        as :meth:`_block` (a caller that reduces the panel anyway can test the result).
+        ``rows`` (at least the panel's): that many rows, the ones past the matrix zero (a
+        short last tile padded to a full one, in the same array)."""
+        r0, r1 = int(self.offsets[i0]), int(self.offsets[i1])
+        if rows is None or rows == r1 - r0:
+            return self._block(slice(r0, r1), self._range(k), check)
+        # the rows past the matrix repeat its last row (computed alike), then are cleared
+        idx = np.minimum(np.arange(r0, r0 + rows), self.n - 1)
+        out = self._block(idx, self._range(k), check)
+        out[r1 - r0:] = 0
+        return out
 
     def oracles(self, i: int, k: int) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
         """``rows(idx)`` and ``cols(idx)`` of tile ``(i, k)`` (local indices), for ACA."""
@@ -191,7 +200,8 @@ class KernelSource(TileSource):
     def _block(self, rows: Any, cols: Any, check: bool = True) -> Any:
         if self.compiled is not None and isinstance(rows, slice) and isinstance(cols, slice):
             return self._compiled_block(rows, cols)
-        x, y = self.points[rows], self.points[cols]
+        pm = array_module(self.points)
+        x, y = (self.points[s if isinstance(s, slice) else pm.asarray(s)] for s in (rows, cols))
         out = self.kernel(x, y)
         xp = array_module(out) if hasattr(out, "shape") else np
         out = xp.asarray(out)
