@@ -180,7 +180,7 @@ def run_tlr(n: int, tol: float, tile: int, nu: float, seed: int, peer: bool,
     del T, sol
     cp.get_default_memory_pool().free_all_blocks()
     free = cp.cuda.runtime.memGetInfo()[0]
-    if peer and out["dense_nbytes"] < 0.9 * free:
+    if peer and out["dense_nbytes"] + (1 << 30) < free:  # a GiB for cuSOLVER's workspace
         peer_logdet = _dense_peer(kern, x, out)
         out["logdet_rel_diff"] = abs(peer_logdet - logdet) / abs(peer_logdet)
         out["speedup_vs_cusolver_potrf"] = out["cusolver_potrf_s"] / out["factor_s"]
