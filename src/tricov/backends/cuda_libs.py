@@ -129,7 +129,7 @@ def own_handle(purpose: str) -> int:
     """
     import cupy
 
-    key = (cupy.cuda.Device().id, purpose)
+    key = (cupy.cuda.runtime.getDevice(), purpose)
     if key not in _own_handles:
         handle = ctypes.c_void_p()
         check(blas("cublasCreate_v2")(ctypes.byref(handle)), "cublasCreate")

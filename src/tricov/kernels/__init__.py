@@ -164,7 +164,9 @@ def instantiations(source: str) -> dict[str, list[str]]:
     if source == "gram.cu":
         for t in ("float", "double"):
             out[t] = [f"__global__ void tricov::gram_basis<{t}, 32>(int, const {t}*, const {t}*, "
-                      f"{t}, {t}, {t}*, {t}*, long long)"]
+                      f"{t}, {t}, {t}*, {t}*, long long)",
+                      f"__global__ void tricov::live_by_norm<{t}>(long long, const {t}*, {t}, "
+                      f"{t}*)"]
         return out
     if source == "batched_small.cu":
         for t in _TYPES:

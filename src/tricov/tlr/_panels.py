@@ -136,7 +136,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
             OW = bmm(om, WT, xp.empty((1, s, WT.shape[0]), dtype=C.dtype), tb=True)
             bmm(OW[0], Tw, Z, tb=True, alpha=-1.0, beta=1.0)
         project(Z, basis.QT[:, :r])
-        live = live * (fro2(Z) > s * (0.5 * atol) ** 2)
+        _drop_converged(Z, live, s * (0.5 * atol) ** 2)
         if r >= cap:
             break
         flags = _fetch(live)
@@ -161,6 +161,19 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
             basis.used[j, :cap] = 1
     done.append((idx, basis.take(None, r)))
     return _compact(done, B, p, q, C.dtype)
+
+
+def _drop_converged(Z: Any, live: Any, thr: float) -> None:
+    """``live_b <- 0`` in place where ``||Z_b||_F^2 <= thr`` (or is NaN), for the C-contiguous
+    stack ``Z`` (on a GPU one kernel, ``gram.cu``)."""
+    xp = array_module(Z)
+    if xp is np:
+        live *= fro2(Z) > thr
+    elif Z.shape[0]:
+        from ..kernels import nvrtc
+
+        kernel = nvrtc.function("gram.cu", f"tricov::live_by_norm<{nvrtc.CTYPE[Z.dtype]}>")
+        kernel((Z.shape[0],), (1024,), (np.int64(Z[0].size), Z, Z.dtype.type(thr), live))
 
 
 class _Basis:
@@ -200,25 +213,29 @@ class _Basis:
 def _compact(done: list[tuple[np.ndarray, _Basis]], B: int, p: int, q: int,
              dtype: Any) -> tuple[Any, Any, np.ndarray]:
     """``QT``, ``VT`` ``(B, R, .)`` and the ranks from the bases of the tiles ``done[i][0]``:
-    each tile's rows kept moved to the front, in order (one wait, for the ranks)."""
+    each tile's rows kept moved to the front, in order. The flags of the rows come to the host
+    in one copy (one wait); the moves are one gather and one scatter per stack and basis."""
     xp = done[0][1].xp
-    counts = [b.used.sum(axis=1) for _, b in done]
-    found = asnumpy(xp.concatenate(counts)) if B else np.zeros(0)
+    flat = [b.used.reshape(-1) for _, b in done]
+    used = asnumpy(xp.concatenate(flat)) > 0 if B else np.zeros(0, dtype=bool)
     ranks = np.zeros(B, dtype=np.int64)
-    ranks[np.concatenate([tiles for tiles, _ in done])] = np.rint(found).astype(np.int64)
+    kept, at = [], 0
+    for tiles, b in done:
+        u = used[at:at + b.used.size].reshape(b.used.shape)
+        at += b.used.size
+        ranks[tiles] = u.sum(axis=1)
+        kept.append(u)
     R = int(ranks.max()) if B else 0
     QT = xp.zeros((B, R, p), dtype=dtype)
     VT = xp.zeros((B, R, q), dtype=dtype)
-    for tiles, b in done:
-        rows = min(R, b.used.shape[1])
-        if tiles.size == 0 or rows == 0:
+    for (tiles, b), u in zip(done, kept, strict=True):
+        member, row = np.nonzero(u)  # the rows kept, tile by tile, in order
+        if not member.size:
             continue
-        n = b.used.shape[1]
-        order = xp.argsort(xp.where(b.used > 0, xp.arange(n), n + xp.arange(n)), axis=1)
-        order = order[:, :rows, None]
-        dev = xp.asarray(tiles)
-        QT[dev, :rows] = xp.take_along_axis(b.QT, order, axis=1)
-        VT[dev, :rows] = xp.take_along_axis(b.VT, order, axis=1)
+        slot = np.arange(member.size) - np.searchsorted(member, member)  # place in its tile
+        idx = xp.asarray(np.stack([member, row, tiles[member], slot]))
+        QT[idx[2], idx[3]] = b.QT[idx[0], idx[1]]
+        VT[idx[2], idx[3]] = b.VT[idx[0], idx[1]]
     return QT, VT, ranks
 
 
@@ -292,12 +309,23 @@ class _Columns:
         self.VT: list[Any] = []
         self.ranks: list[np.ndarray] = []
         self._wt: tuple[int, Any] | None = None
+        self._solved: Any = None  # the event ending the last column's TRSM (GPU)
+
+    def settle(self) -> None:
+        """Make the current stream wait for the last column's TRSM (a GPU runs it on the side
+        stream): before anything reads the factors."""
+        if self._solved is not None:
+            import cupy
+
+            cupy.cuda.get_current_stream().wait_event(self._solved)
+            self._solved = None
 
     def correction(self, k: int, i0: int, i1: int, xp: Any) -> tuple[Any, Any] | None:
         """The Schur update of tiles ``i0 <= i < i1`` of column ``k`` (``i0 >= k``) as
         factors: ``sum_j L_ij L_kj^T = Tb_i W^T`` with ``Tb`` ``(i1 - i0, nb, width)`` and
         ``W^T`` ``(width, nb)``; None where no earlier column reaches row ``k``. The products
         of all earlier columns are two grouped GEMMs."""
+        self.settle()
         used = [j for j in range(k) if self.ranks[j][k - j - 1]]
         if not used:
             return None
@@ -332,7 +360,8 @@ class _Columns:
 
     def add(self, k: int, parts: list[tuple[int, Any, Any, np.ndarray]], L: Any) -> None:
         """Record column ``k`` from the compressed chunks ``(first tile, QT, VT, ranks)``,
-        then ``V <- L_kk^-1 V`` (one TRSM on the stacked ``V^T``)."""
+        then ``V <- L_kk^-1 V`` (one TRSM on the stacked ``V^T``; on a GPU on the side stream,
+        beside the generation of the next panel, see :meth:`settle`)."""
         xp = array_module(L)
         m = self.T.ntiles - k - 1
         ranks = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
@@ -344,15 +373,8 @@ class _Columns:
             UT[a:a + c, :qt.shape[1], :qt.shape[2]] = qt
             VT[a:a + c, :vt.shape[1], :vt.shape[2]] = vt
         if R:  # on each tile's rows only: a column's ranks vary by far more than 2x
-            rows = np.flatnonzero(np.arange(R) < ranks[:, None])
-            flat = VT.reshape(m * R, self.nb)
-            if rows.size == flat.shape[0]:
-                dense.trsm(L, flat, side="R", uplo="L", trans="T")
-            else:
-                idx = xp.asarray(rows)
-                X = flat[idx]
-                dense.trsm(L, X, side="R", uplo="L", trans="T")
-                flat[idx] = X
+            self._solved = _solve_column(L, VT.reshape(m * R, self.nb),
+                                         np.flatnonzero(np.arange(R) < ranks[:, None]))
         self.UT.append(UT)
         self.VT.append(VT)
         self.ranks.append(ranks)
@@ -360,6 +382,7 @@ class _Columns:
     def store(self, columns: int) -> None:
         """Copy the tiles of the first ``columns`` columns into ``T`` (contiguous, trimmed),
         releasing the stacks."""
+        self.settle()
         T, off = self.T, self.T.offsets
         for j in range(columns):
             xp = array_module(self.UT[j])
@@ -368,6 +391,46 @@ class _Columns:
                 T._U[i][j] = xp.ascontiguousarray(self.UT[j][i - j - 1, :r, :mi].T)
                 T._V[i][j] = xp.ascontiguousarray(self.VT[j][i - j - 1, :r].T)
             self.UT[j] = self.VT[j] = None
+
+
+def _solve_column(L: Any, flat: Any, rows: np.ndarray) -> Any:
+    """``flat[rows] <- flat[rows] L^-T`` (the rows of a column's ``V^T`` within the ranks);
+    on a GPU on the side stream after the work queued so far, returning the event of its end
+    (on the host at once: None)."""
+    xp = array_module(flat)
+    if xp is np:
+        flat[rows] = _solve_rows(L, flat[rows])
+        return None
+    import cupy
+
+    ready = cupy.cuda.get_current_stream().record()
+    side = _side_stream(cupy.cuda.runtime.getDevice())
+    with side:
+        side.wait_event(ready)
+        if rows.size == flat.shape[0]:
+            _solve_rows(L, flat)
+        else:
+            idx = xp.asarray(rows)
+            flat[idx] = _solve_rows(L, flat[idx])
+        return side.record()
+
+
+def _solve_rows(L: Any, X: Any) -> Any:
+    """``X <- X L^-T`` (returned) for the lower triangular ``L`` and the C-contiguous rows
+    ``X``: on a GPU one cuBLAS TRSM (its launches are made in C: the recursion of
+    :func:`tricov.dense.trsm` would launch about a hundred kernels from Python for a 4096
+    tile)."""
+    if array_module(X) is np:
+        dense.trsm(L, X, side="R", uplo="L", trans="T")
+        return X
+    from ..backends.cuda import CUDAExecutor
+
+    # row-major X (rows x n) and L are column-major X^T and L^T: X^T <- (L^T)^-T X^T
+    L = array_module(L).ascontiguousarray(L)
+    n, isz = L.shape[0], L.itemsize
+    CUDAExecutor(X.dtype).raw_trsm(b"L", b"U", b"T", b"N", n, X.shape[0], 1.0, L.data.ptr,
+                                   L.strides[0] // isz, X.data.ptr, X.strides[0] // isz)
+    return X
 
 
 def _chunks(T: TLRMatrix, k: int) -> list[tuple[int, int]]:
@@ -506,6 +569,8 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
     with Progress(nt, "TLR Cholesky (left-looking, panels)", progress) as bar:
         for k in range(nt):
             chunks = _chunks(T, k)
+            # the first panel, beside the last column's TRSM (GPU: on the side stream)
+            panel = _panel(T, src, k, *chunks[0]) if chunks else None
             # the diagonal tile's update comes with that of the first chunk
             update = F.correction(k, k, chunks[0][1] if chunks else k + 1, xp)
             if update is not None:
@@ -520,7 +585,8 @@ def left_looking(T: TLRMatrix, src: Any, tol: float, norm2: float, rng: np.rando
                 raise
             parts = []
             for c, (i0, i1) in enumerate(chunks):
-                C, add = _panel(T, src, k, i0, i1)
+                C, add = panel if c == 0 else _panel(T, src, k, i0, i1)
+                panel = None
                 norm2 += add
                 if c and update is not None:
                     update = F.correction(k, i0, i1, xp)

@@ -54,8 +54,7 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
     beta : float
         ``out`` is not read when 0.
     """
-    xp = array_module(out)
-    if xp is np:
+    if isinstance(out, np.ndarray):
         a = A.swapaxes(-1, -2) if ta else A
         b = B.swapaxes(-1, -2) if tb else B
         if beta == 0:
@@ -71,13 +70,14 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
     if inner == 0:
         out *= beta
         return out
-    gemm, scalar, handle = _cublas(out.dtype)
-    pa, lda, sa = _geometry(A, out.dtype)
-    pb, ldb, sb = _geometry(B, out.dtype)
-    pc, ldc, sc = _geometry(out, out.dtype)
+    dtype = out.dtype
+    gemm, scalar, handle = _cublas(dtype)
+    pa, lda, sa = _geometry(A, dtype)
+    pb, ldb, sb = _geometry(B, dtype)
+    pc, ldc, sc = _geometry(out, dtype)
     # Row-major products are column-major products of the transposes: out^T = op(B)^T op(A)^T.
-    status = gemm(handle(), int(tb), int(ta), cols, rows, inner, ctypes.byref(scalar(alpha)),
-                  pb, ldb, sb, pa, lda, sa, ctypes.byref(scalar(beta)), pc, ldc, sc, batch)
+    status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), pb, ldb, sb, pa, lda, sa,
+                  scalar(beta), pc, ldc, sc, batch)
     if status:
         raise RuntimeError(f"cublas gemmStridedBatched failed with status {status}")
     return out
@@ -86,10 +86,11 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
 def _geometry(X: Any, dtype: np.dtype) -> tuple[int, int, int]:
     """Address, leading dimension and batch stride (0 for a matrix) of a row-major operand."""
     isz = dtype.itemsize
-    if X.dtype != dtype or (X.strides[-1] != isz and X.shape[-1] > 1):
+    strides, shape = X.strides, X.shape
+    if X.dtype != dtype or (strides[-1] != isz and shape[-1] > 1):
         raise ValueError(f"bmm takes {dtype} operands with unit stride along the last axis")
-    return (X.data.ptr, max(X.strides[-2] // isz, X.shape[-1], 1),
-            X.strides[0] // isz if X.ndim == 3 else 0)
+    return (X.data.ptr, max(strides[-2] // isz, shape[-1], 1),
+            strides[0] // isz if len(shape) == 3 else 0)
 
 
 #: The stream each of tricov's handles was last bound to.
@@ -113,11 +114,12 @@ def _handle() -> int:
 
 @functools.cache
 def _cublas(dtype: np.dtype) -> tuple[Any, Any, Any]:
-    """cuBLAS's strided-batched GEMM for ``dtype``, its scalar type, and :func:`_handle`."""
+    """cuBLAS's strided-batched GEMM for ``dtype``, a function passing a scalar to it (by
+    reference), and :func:`_handle`."""
     from ..backends import cuda_libs as lib
 
-    scalar = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    return lib.blas("gemmStridedBatched", dtype), scalar, _handle
+    real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
+    return lib.blas("gemmStridedBatched", dtype), lambda x: ctypes.byref(real(x)), _handle
 
 
 @functools.cache

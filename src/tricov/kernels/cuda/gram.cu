@@ -10,6 +10,9 @@
 // most w times the threshold (squared Frobenius norm). used[i] (if given) is 1 for i < k, else
 // 0. The Gram matrices and the products are cuBLAS's (strided-batched GEMMs, spread over the
 // whole GPU); this kernel is the small sequential part. Used by tricov.tlr._orthonormal.
+//
+// live_by_norm clears live[b] where member b of a stack of samples has a squared Frobenius
+// norm at most thr (or NaN): the range finder's convergence test, one block per member.
 #include "common.cuh"
 
 namespace tricov {
@@ -72,6 +75,34 @@ __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__
         T* row = M + b * w * w + (long long)t * w;
         for (int c = 0; c < w; ++c) row[c] = Ms[t][c];
         if (used != nullptr) used[b * used_ld + t] = t < k ? T(1) : T(0);
+    }
+}
+
+template <typename T>
+__global__ void live_by_norm(long long len, const T* __restrict__ Z, T thr, T* __restrict__ live) {
+    __shared__ T part[32];
+    const T* z = Z + (long long)blockIdx.x * len;
+    // four independent loads in flight per thread: a block streams a member at full speed
+    const long long step = blockDim.x;
+    T a[4] = {T(0), T(0), T(0), T(0)};
+    long long i = threadIdx.x;
+    for (; i + 3 * step < len; i += 4 * step) {
+        const T v0 = z[i], v1 = z[i + step], v2 = z[i + 2 * step], v3 = z[i + 3 * step];
+        a[0] += v0 * v0;
+        a[1] += v1 * v1;
+        a[2] += v2 * v2;
+        a[3] += v3 * v3;
+    }
+    for (; i < len; i += step) a[0] += z[i] * z[i];
+    T s = (a[0] + a[1]) + (a[2] + a[3]);
+    const unsigned full = 0xffffffffu;
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(full, s, off);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : T(0);
+        for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(full, s, off);
+        if (threadIdx.x == 0 && !(s > thr)) live[blockIdx.x] = T(0);
     }
 }
 
