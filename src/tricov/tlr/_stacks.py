@@ -123,11 +123,15 @@ def _cublas(dtype: np.dtype) -> tuple[Any, Any, Any]:
 
 
 @functools.cache
-def _grouped(dtype: np.dtype) -> tuple[Any, Any]:
-    """cuBLAS's grouped-batched GEMM for ``dtype`` and :func:`_handle`."""
+def _grouped(dtype: np.dtype) -> tuple[Any, Any] | None:
+    """cuBLAS's grouped-batched GEMM for ``dtype`` and :func:`_handle`; None before cuBLAS
+    12.5, which has none (:func:`bmm_grouped` then loops over the members)."""
     from ..backends import cuda_libs as lib
 
-    return lib.blas("gemmGroupedBatched", dtype), _handle
+    try:
+        return lib.blas("gemmGroupedBatched", dtype), _handle
+    except AttributeError:
+        return None
 
 
 #: Pinned host buffers of copies still in flight, with the events that end them.
@@ -152,13 +156,14 @@ def _keep_until_done(stream: Any, buffer: np.ndarray) -> None:
 def bmm_grouped(products: list[Product]) -> None:
     """Every product of ``products`` (as :func:`bmm`; the outputs must not overlap any
     operand), on CuPy arrays in one cuBLAS ``gemmGroupedBatched`` call, one group per member,
-    the members' addresses sent to the device in one asynchronous copy. A member given no
-    rows or no inner dimension (:class:`Product`'s ``rows``, ``inner``) is skipped: its output
-    is not written."""
+    the members' addresses sent to the device in one asynchronous copy (before cuBLAS 12.5,
+    which has no grouped GEMM: one :func:`bmm` per member). A member given no rows or no
+    inner dimension (:class:`Product`'s ``rows``, ``inner``) is skipped: its output is not
+    written."""
     if not products:
         return
-    xp = array_module(products[0].out)
-    if xp is np:
+    dtype = products[0].out.dtype
+    if array_module(products[0].out) is np or _grouped(dtype) is None:
         for p in products:
             for b in range(p.out.shape[0]):
                 r = slice(None) if p.rows is None else slice(0, int(p.rows[b]))
@@ -173,7 +178,6 @@ def bmm_grouped(products: list[Product]) -> None:
         return
     import cupy
 
-    dtype = products[0].out.dtype
     isz = dtype.itemsize
     cols_, rows_, inner_, params, addrs, scalars = [], [], [], [], [], []
     for p in products:
