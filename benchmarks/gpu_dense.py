@@ -36,13 +36,14 @@ FEW_RHS = ((16384, 64), (16384, 128), (16384, 256))
 POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: Leaf-size settings tried by --sweep for each case (the defaults of tricov._policy are among
 #: them): TRSM/TRMM leaves; tricov's POTRF leaf in shared memory (128) against cuSOLVER's on
-#: blocks of 1024 to 16384, or on the whole matrix (1 << 20); TRTRI and LAUUM leaves in shared
+#: blocks of 1024 to 16384 (the recursion forced: potrf_whole 1), or on the whole matrix
+#: (1 << 20); TRTRI and LAUUM leaves in shared
 #: memory (128) against cuSOLVER/cuBLAS ones.
 CANDIDATES: dict[str, list[dict[str, int]]] = {
     "trsm": [{"trsm": 128}, {"trsm": 256}],
     "trmm": [{"trmm": 128}, {"trmm": 256}],
-    "potrf": [{"potrf": 128}, {"potrf": 1024}, {"potrf": 2048}, {"potrf": 4096},
-              {"potrf": 8192}, {"potrf": 16384}, {"potrf": 1 << 20}],
+    "potrf": [{"potrf_whole": 1, "potrf": nb} for nb in (128, 1024, 2048, 4096, 8192, 16384)]
+    + [{"potrf": 1 << 20}],
     "potri": [{"trtri": 128, "lauum": 128}, {"trtri": 512, "lauum": 512}],
 }
 

@@ -38,7 +38,7 @@ import numpy as np
 from cupy.cuda import cusolver
 from cupy_backends.cuda.libs import cublas
 
-from tricov import dense
+from tricov import dense, leaf_sizes
 from tricov.geostat import jittered_grid, matern
 from tricov.geostat.covariance import covariance
 from tricov.geostat.likelihood import GPU_TILE, Terms
@@ -92,8 +92,12 @@ def _dense_peer(kern, x: cp.ndarray, out: dict) -> float:
 def run_dense(n: int, nu: float, seed: int) -> dict:
     x, z = _data(n, seed)
     kern = matern(1.0, 0.1, nu)
-    covariance(kern, x[:512], lower=True)          # compile the kernels outside the timings
-    dense.potrf(covariance(kern, x[:2048]))
+    # compile the kernels outside the timings: a matrix past two POTRF leaves meets every
+    # kernel of the recursion (TRSM and HERK between the leaves), and the solve's
+    m = min(n, 2 * leaf_sizes("gpu", np.float64).potrf + 1)
+    warm = dense.potrf(covariance(kern, x[:m], lower=True, tile_size=GPU_TILE))
+    dense.trsm(warm, z[:m].reshape(-1, 1).copy(order="F"))
+    del warm
     out: dict = {"what": "dense", "n": n, "nu": nu, "device": cp.cuda.runtime.getDeviceProperties(
         0)["name"].decode()}
     t0 = time.perf_counter()

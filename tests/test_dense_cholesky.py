@@ -241,6 +241,20 @@ def test_deep_recursion(dtype: np.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_potrf_whole_crossover(dtype: np.dtype) -> None:
+    """With leaves of 4 and ``potrf_whole`` 20: n = 20 is one leaf, n = 21 and 37 recurse from
+    the top; potrf, posv and poti stay within tolerance either way."""
+    with forced_leaf_size(dtype, 4), forced_leaf_size(dtype, 20, ("potrf_whole",)):
+        assert tc.leaf_sizes("cpu", dtype).potrf_whole == 20
+        for n in (20, 21, 37):
+            for uplo in "LU":
+                for name in ("potrf", "poti"):
+                    SINGLE[name](dtype, uplo, n, "F-sub" if uplo == "L" else "C-sub",
+                                 ("whole", name, n))
+                PAIRED["posv"](dtype, uplo, n, 3, "C-sub", "F-sub", ("whole", n))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rectangular_rhs(dtype: np.dtype) -> None:
     """Many and few right-hand sides (300 x 7 and 7 x 300), above the default leaf size."""
     for uplo in "LU":

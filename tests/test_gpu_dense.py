@@ -178,6 +178,26 @@ def test_not_positive_definite_order(cp, small_leaves):
     assert err.value.order == 98
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [100, 300])
+def test_nan_pivot_order(cp, dtype, n):
+    """A NaN in the triangle fails at its row, the order LAPACK reports, for tricov's leaf
+    kernel (n = 100) and for cuSOLVER's POTRF (n = 300; it does not test pivots for NaN, a
+    kernel does), eagerly, captured and replayed; C order too (the upper triangle of memory)."""
+    rng = np.random.default_rng(n)
+    s = _spd(rng, n, dtype)
+    s[n - 20, 37] = np.nan
+    for order in ("F", "C"):
+        S = cp.asarray(s, order=order)
+        for _ in range(3):
+            S[...] = cp.asarray(s)
+            with pytest.raises(tc.NotPositiveDefiniteError) as err:
+                tc.potrf(S)
+            assert err.value.order == n - 19
+        S[...] = cp.asarray(_spd(rng, n, dtype))
+        tc.potrf(S)  # the same plan, no failure
+
+
 def test_singular_trtri(cp):
     t = np.eye(20)
     t[4, 4] = 0

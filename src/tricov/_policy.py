@@ -24,7 +24,7 @@ __all__ = ["CROSSOVERS", "OPERATIONS", "LeafSizes", "cache_dir", "leaf_sizes", "
 OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: Settings beyond leaf sizes: the number of right-hand sides from which TRSM/TRMM hand the
 #: whole call to the native routine (which is already GEMM-bound for wide B).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs")
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole")
 
 _NEVER = 1 << 62
 
@@ -35,7 +35,8 @@ class LeafSizes:
 
     A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
     stop (at the top, calling the native routine on the whole problem) when B has at least
-    ``trsm_rhs`` / ``trmm_rhs`` right-hand sides.
+    ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
+    ``potrf_whole`` rows.
     """
 
     trsm: int = 128
@@ -46,6 +47,7 @@ class LeafSizes:
     lauum: int = 128
     trsm_rhs: int = _NEVER
     trmm_rhs: int = _NEVER
+    potrf_whole: int = 0
 
 
 # Measured defaults. CPU: float64 sweeps on 2 cores with OpenBLAS 0.3.30 (benchmarks/README.md):
@@ -58,14 +60,17 @@ class LeafSizes:
 # (kernels.block_order: 128, 64 for complex128) is the leaf size. POTRF leaves of 4096 go to
 # cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
 # best or within 2% of best of the leaves 128 ... 16384 and the whole matrix at n = 4096 ...
-# 32768; 1024, the earlier default, was 10-40% slower below 16384). SYRK 512.
+# 32768; 1024, the earlier default, was 10-40% slower below 16384), but matrices of at most
+# 16384 rows go to cuSOLVER whole (benchmarks/gpu_potrf_sizes_h100.txt, one H100: whole 0.97 /
+# 0.99x cuSOLVER's own call at n = 6000 / 10000 against 0.88 / 0.89x with leaves of 4096, which
+# win from 20000 up: 1.00-1.07x at 20000 ... 40000). SYRK 512.
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
     "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=4096, trtri=block,
-                            lauum=block)
+                            lauum=block, potrf_whole=16384)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and

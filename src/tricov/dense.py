@@ -201,13 +201,14 @@ def _lower_view(a: Mat, lower: bool) -> Mat:
 def _potrf_views(ops: Operands, a: Mat) -> None:
     """Factor operand 0 (viewed as ``a``); raise with LAPACK's order on failure.
 
-    Some LAPACKs (OpenBLAS among them) do not test pivots for NaN. A NaN anywhere in the
-    referenced triangle reaches the diagonal of the factor in its own row, so the first NaN on
-    the diagonal gives the order reference LAPACK would report.
+    Some LAPACKs (OpenBLAS among them) and cuSOLVER do not test pivots for NaN. A NaN anywhere
+    in the referenced triangle reaches the diagonal of the factor in its own row, so the first
+    NaN on the diagonal gives the order reference LAPACK would report: found here after the
+    call, or by the executor itself where it says so (GPU: in the same read as the statuses).
     """
     ops.run(recursive.potrf, leaf_sizes(ops.ex.backend, ops.dtype), a)
     order = ops.ex.info
-    if not order:
+    if not order and not ops.ex.nan_pivots_reported:
         xp = ops.xp
         nan = xp.flatnonzero(xp.isnan(xp.diagonal(ops.working(0))))
         order = int(nan[0]) + 1 if nan.size else 0

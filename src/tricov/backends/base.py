@@ -49,6 +49,9 @@ class Executor:
     backend: str = ""
     #: The array module of the backend (numpy or cupy).
     xp: Any = np
+    #: Whether POTRF's statuses report NaN pivots (LAPACK's info): else the caller scans the
+    #: factor's diagonal (OpenBLAS does not test pivots for NaN).
+    nan_pivots_reported: bool = False
 
     def __init__(self, dtype: np.dtype) -> None:
         self.dtype = np.dtype(dtype)

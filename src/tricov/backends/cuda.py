@@ -74,6 +74,7 @@ class CUDAExecutor(Executor):
     """Primitives on CuPy memory of the current device, on the current stream."""
 
     backend = "gpu"
+    nan_pivots_reported = True  # tricov's leaf tests them; cuSOLVER's get a test kernel
     #: Right-hand sides at or below which triangular leaves use tricov's own kernel.
     narrow = NARROW
     #: Right-hand sides from which the triangular leaf kernel takes its wide configuration.
@@ -200,7 +201,14 @@ class CUDAExecutor(Executor):
         self._inverses = None
         n = a.rows
         if not n or n > self._sb:
-            return super().potrf(a, offset)
+            ok = super().potrf(a, offset)
+            if n:  # cuSOLVER does not test pivots for NaN: a second status, read after its own
+                status = self._status()
+                kernel = nvrtc.function("triangular.cu", f"tricov::diag_nan<{self._ctype}>")
+                kernel((1,), (256,), (np.int32(n), np.uint64(a.ptr), np.int64(a.ld),
+                                      np.uint64(status.data.ptr)))
+                self._record(status, offset)
+            return ok
         status = self._status()
         self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),

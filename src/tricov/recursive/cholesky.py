@@ -21,17 +21,26 @@ def potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int = 0) -> bool:
         L21 <- A21 L11^-H                 TRSM (as conj(L11) L21^T = A21^T)
         A22 <- A22 - L21 L21^H            HERK
         L22 <- potrf(A22)
+
+    A matrix of at most ``nb.potrf_whole`` rows is one leaf (the native routine is faster on
+    it than the recursion).
     """
+    if a.rows <= nb.potrf_whole:
+        return ex.potrf(a, offset)
+    return _potrf(ex, nb, a, offset)
+
+
+def _potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int) -> bool:
     n = a.rows
     if n <= nb.potrf:
         return ex.potrf(a, offset)
     k = split(n)
     a11, a21, _, a22 = a.quad(k)
-    if not potrf(ex, nb, a11, offset):
+    if not _potrf(ex, nb, a11, offset):
         return False
     trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
     herk(ex, nb, -1.0, a21, 1.0, a22)
-    return potrf(ex, nb, a22, offset + k)
+    return _potrf(ex, nb, a22, offset + k)
 
 
 def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat, offset: int = 0) -> bool:

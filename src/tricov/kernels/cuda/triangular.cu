@@ -1,4 +1,5 @@
-// tricov: triangle copies and updates (the cuBLAS-based LAUUM leaf, HERK leaves run as GEMMs).
+// tricov: triangle copies and updates (the cuBLAS-based LAUUM leaf, HERK leaves run as GEMMs),
+// and the NaN-pivot test after cuSOLVER's POTRF.
 #include "common.cuh"
 
 namespace tricov {
@@ -28,6 +29,23 @@ __global__ void tri_update(int n, T alpha, const T* __restrict__ W, long long ld
     if (!beta_zero) v += beta * D[i + j * ldd];
     if (i == j) v = real_part(v);
     D[i + j * ldd] = v;
+}
+
+// status[0] <- 1 + the first i < n whose diagonal element (i, i) of the column-major A is NaN,
+// else 0: the order LAPACK reports for a NaN pivot, which cuSOLVER's POTRF does not test (a NaN
+// anywhere in the triangle reaches the diagonal of the factor in its own row). One block.
+template <typename T>
+__global__ void diag_nan(int n, const T* __restrict__ A, long long lda, int* status)
+{
+    __shared__ int first;
+    if (threadIdx.x == 0) first = n;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const auto d = re(A[(long long)i * (lda + 1)]);
+        if (d != d) atomicMin(&first, i);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) status[0] = first < n ? first + 1 : 0;
 }
 
 }  // namespace tricov
