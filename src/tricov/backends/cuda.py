@@ -202,18 +202,24 @@ class CUDAExecutor(Executor):
         n = a.rows
         if not n or n > self._sb:
             ok = super().potrf(a, offset)
-            if n:  # cuSOLVER does not test pivots for NaN: a second status, read after its own
-                status = self._status()
-                kernel = nvrtc.function("triangular.cu", f"tricov::diag_nan<{self._ctype}>")
-                kernel((1,), (256,), (np.int32(n), np.uint64(a.ptr), np.int64(a.ld),
-                                      np.uint64(status.data.ptr)))
-                self._record(status, offset)
+            if n:  # a second status, read after cuSOLVER's own
+                self._record(self.nan_pivot(n, a.ptr, a.ld), offset)
             return ok
         status = self._status()
         self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.uint64(status.data.ptr)), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
+
+    def nan_pivot(self, n: int, a: int, lda: int) -> Any:
+        """The device status of cuSOLVER's POTRF of the ``n x n`` block at ``a`` (either
+        triangle) that it does not give: the order of its first NaN pivot (LAPACK's info for
+        it), or 0. A NaN anywhere in the triangle reaches the diagonal in its own row."""
+        status = self._status()
+        kernel = nvrtc.function("triangular.cu", f"tricov::diag_nan<{self._ctype}>")
+        kernel((1,), (256,), (np.int32(n), np.uint64(a), np.int64(lda),
+                              np.uint64(status.data.ptr)))
+        return status
 
     def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
         self._inverses = None

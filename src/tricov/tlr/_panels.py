@@ -366,12 +366,15 @@ class _Columns:
         m = self.T.ntiles - k - 1
         ranks = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
         R = int(ranks.max()) if m else 0
-        UT = xp.zeros((m, R, self.nb), dtype=L.dtype)
-        VT = xp.zeros((m, R, self.nb), dtype=L.dtype)
-        for i0, qt, vt, _ in parts:
-            a, c = i0 - k - 1, qt.shape[0]
-            UT[a:a + c, :qt.shape[1], :qt.shape[2]] = qt
-            VT[a:a + c, :vt.shape[1], :vt.shape[2]] = vt
+        if len(parts) == 1 and parts[0][1].shape == parts[0][2].shape == (m, R, self.nb):
+            UT, VT = parts[0][1:3]  # one chunk (the usual case): its stacks are the column's
+        else:
+            UT = xp.zeros((m, R, self.nb), dtype=L.dtype)
+            VT = xp.zeros((m, R, self.nb), dtype=L.dtype)
+            for i0, qt, vt, _ in parts:
+                a, c = i0 - k - 1, qt.shape[0]
+                UT[a:a + c, :qt.shape[1], :qt.shape[2]] = qt
+                VT[a:a + c, :vt.shape[1], :vt.shape[2]] = vt
         if R:  # on each tile's rows only: a column's ranks vary by far more than 2x
             self._solved = _solve_column(L, VT.reshape(m * R, self.nb),
                                          np.flatnonzero(np.arange(R) < ranks[:, None]))
@@ -505,23 +508,22 @@ def _start_diag(T: TLRMatrix, k: int) -> Any:
 
 def _potrf_on(d: Any, device: int, side: Any, ready: Any) -> tuple[Any, Any]:
     """(Worker thread.) ``potrf`` of the CuPy tile ``d`` (lower, in place, upper part zeroed)
-    on ``side`` after the event ``ready``; returns the device status (cuSOLVER's info, the
-    order of the first NaN pivot or more than the order) and the event of its end."""
+    on ``side`` after the event ``ready``; returns the device statuses (cuSOLVER's info, the
+    order of the first NaN pivot, which cuSOLVER does not test, or 0) and the event of its
+    end."""
     import cupy
 
     from ..backends.cuda import CUDAExecutor
 
-    n = d.shape[0]
+    n, ld = d.shape[0], d.strides[0] // d.itemsize
     with cupy.cuda.Device(device), side:
         side.wait_event(ready)
         # Row-major lower triangle = column-major upper triangle; the executor's handles are
         # this thread's, bound to ``side``.
-        info = CUDAExecutor(d.dtype).raw_potrf(b"U", n, d.data.ptr, d.strides[0] // d.itemsize)
+        ex = CUDAExecutor(d.dtype)
+        status = cupy.concatenate([ex.raw_potrf(b"U", n, d.data.ptr, ld),
+                                   ex.nan_pivot(n, d.data.ptr, ld)])
         zero_upper(d)
-        # cuSOLVER does not test pivots for NaN: the first NaN on the factor's diagonal
-        # gives the order LAPACK would report (as dense.potrf)
-        nan = cupy.where(cupy.isnan(d.diagonal()), cupy.arange(1, n + 1), n + 1).min()
-        status = cupy.stack([info[0], nan.astype(np.int32)])
         return status, side.record()
 
 
@@ -538,7 +540,7 @@ def _finish_diag(T: TLRMatrix, k: int, started: Any) -> None:
     status, done = future.result()
     cupy.cuda.get_current_stream().wait_event(done)
     info, nan = (int(v) for v in status.get(stream=side))
-    if info or nan <= T._diag[k].shape[0]:
+    if info or nan:
         raise _diag_failure(T, k, info or nan)
 
 
