@@ -40,6 +40,37 @@ def test_bmm_matches_matmul_on_strided_views(cp, dtype, ta, tb):
     np.testing.assert_allclose(o.get(), ref, atol=50 * inner * eps * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_bmm_reads_chosen_members_in_place(cp, dtype, ta, tb, broadcast):
+    """Members of a strided view of B chosen by index (repeated, out of order), read by
+    address: the same as on the host and as a product with the gathered stack."""
+    rng = np.random.default_rng(4)
+    rows, cols, inner = 6, 9, 5
+    members = np.array([4, 0, 4, 2])
+    shape_a = (inner, rows) if ta else (rows, inner)
+    A = rng.standard_normal(shape_a if broadcast else (4, *shape_a)).astype(dtype)
+    B = rng.standard_normal((5, 12, 14)).astype(dtype)
+    b = B[:, 1:cols + 1, 2:inner + 2] if tb else B[:, 1:inner + 1, 2:cols + 2]
+    out = rng.standard_normal((4, rows, cols + 3)).astype(dtype)
+    want = out.copy()
+    bmm(A, b, want[:, :, 1:cols + 1], ta=ta, tb=tb, alpha=0.5, beta=-1.0, b_members=members)
+    gathered = (b[members].swapaxes(1, 2) if tb else b[members])
+    ref = out.copy()
+    ref[:, :, 1:cols + 1] = 0.5 * ((A.swapaxes(-1, -2) if ta else A) @ gathered) \
+        - out[:, :, 1:cols + 1]
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(want, ref, atol=50 * inner * eps * _scale(ref))
+    o = cp.asarray(out)
+    dB = cp.asarray(B)
+    bmm(cp.asarray(A), dB[:, 1:cols + 1, 2:inner + 2] if tb else dB[:, 1:inner + 1, 2:cols + 2],
+        o[:, :, 1:cols + 1], ta=ta, tb=tb, alpha=0.5, beta=-1.0, b_members=members)
+    np.testing.assert_allclose(o.get(), ref, atol=50 * inner * eps * _scale(ref))
+    assert (o.get()[:, :, [0, cols + 1, cols + 2]] == out[:, :, [0, cols + 1, cols + 2]]).all()
+
+
 def test_bmm_broadcasts_a_matrix(cp):
     rng = np.random.default_rng(1)
     om = rng.standard_normal((6, 10))
@@ -115,7 +146,7 @@ def test_bmm_grouped_on_leading_parts(cp):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("w,p", [(1, 200), (7, 130), (32, 200), (32, 64)])
+@pytest.mark.parametrize("w,p", [(1, 200), (7, 130), (32, 200), (32, 64), (33, 90), (64, 200)])
 def test_orthonormal_rows_match_the_host(cp, dtype, w, p):
     """Rank-deficient blocks (repeated and tiny rows), a member that is not live and an empty
     one, rows read and written through strides: the fused kernel keeps the rows the host

@@ -163,10 +163,10 @@ def instantiations(source: str) -> dict[str, list[str]]:
         return out
     if source == "gram.cu":
         for t in ("float", "double"):
-            out[t] = [f"__global__ void tricov::gram_basis<{t}, 32>(int, const {t}*, const {t}*, "
-                      f"{t}, {t}, {t}*, {t}*, long long)",
-                      f"__global__ void tricov::live_by_norm<{t}>(long long, const {t}*, {t}, "
-                      f"{t}*)"]
+            out[t] = [f"__global__ void tricov::gram_basis<{t}, {w}>(int, const {t}*, "
+                      f"const {t}*, {t}, {t}, {t}*, {t}*, long long)" for w in (32, 64)]
+            out[t].append(f"__global__ void tricov::live_by_norm<{t}>(long long, const {t}*, "
+                          f"{t}, {t}*)")
         return out
     if source == "batched_small.cu":
         for t in _TYPES:

@@ -5,7 +5,7 @@ adds blocks of at most :data:`WIDTH` sample rows ``Z_b`` at a time. :func:`ortho
 projects the basis out of a block and makes its significant part orthonormal with the Gram
 matrix ``Z_b Z_b^T`` and a Cholesky factorization with diagonal pivoting
 (:func:`orthonormal_rows`: the Gram matrices and the products are strided-batched GEMMs, the
-factorizations one warp per tile, ``kernels/cuda/gram.cu``), twice. A block of
+factorizations one block of 32 or 64 threads per tile, ``kernels/cuda/gram.cu``), twice. A block of
 samples near a tile's convergence is numerically rank deficient; pivoting takes its
 significant rows first and stops below a threshold, so the directions dropped carry at most
 ``WIDTH`` times the threshold (squared), and the second pass restores orthogonality to
@@ -24,8 +24,9 @@ from ._stacks import bmm
 
 __all__ = ["WIDTH", "gram_basis", "orthonormal_rows", "orthonormalize", "project"]
 
-#: Rows of samples orthonormalized at once (one warp's lanes in ``gram_basis``).
-WIDTH = 32
+#: Most rows of samples orthonormalized at once (the threads of a block in ``gram_basis``): a
+#: round of the range finder with ``s`` samples takes ``ceil(s / WIDTH)`` blocks of 8 GEMMs.
+WIDTH = 64
 
 
 def project(Z: Any, QT: Any) -> None:
@@ -94,13 +95,19 @@ def orthonormal_rows(Z: Any, live: Any, floor: float, rel: float, dst: Any,
         from ..kernels import nvrtc
 
         M = xp.empty((m, w, w), dtype=Z.dtype)
-        kernel = nvrtc.function("gram.cu", f"tricov::gram_basis<{nvrtc.CTYPE[Z.dtype]}, {WIDTH}>")
+        threads = 32 if w <= 32 else WIDTH
+        kernel = nvrtc.function("gram.cu", f"tricov::gram_basis<{nvrtc.CTYPE[Z.dtype]}, "
+                                           f"{threads}>")
+        # S and R (threads x (threads + 1) each), the reduction scratch and the pivots
+        smem = (2 * threads * (threads + 1) + threads // 32) * Z.itemsize \
+            + (threads // 32 + threads) * 4
+        nvrtc.allow_shared(kernel, smem)
         sc = Z.dtype.type
         flags = (used, np.int64(used.strides[0] // used.itemsize)) if used is not None \
             else (np.uint64(0), np.int64(0))
         if m:
-            kernel((m,), (WIDTH,), (np.int32(w), G, xp.ascontiguousarray(live), sc(floor),
-                                    sc(rel), M, *flags))
+            kernel((m,), (threads,), (np.int32(w), G, xp.ascontiguousarray(live), sc(floor),
+                                      sc(rel), M, *flags), shared_mem=smem)
     return bmm(M, Z, dst)
 
 

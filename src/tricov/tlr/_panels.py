@@ -52,7 +52,7 @@ from .matrix import TLRMatrix
 __all__ = ["compress_column", "compress_stack", "left_looking", "usable"]
 
 #: Samples in the first rounds of the range finder (and the granularity of the ranks it finds).
-BLOCK = WIDTH
+BLOCK = 32
 #: Largest dense panel (bytes) generated and compressed at once.
 PANEL_BYTES = 1 << 31
 
@@ -94,8 +94,9 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
     ``update`` the products take ``C`` and the factors apart, ``O(s (p + q) w)`` per round of
     ``s`` samples instead of a dense update of ``O(p q w)``. The host reads the flags while
     the device orthonormalizes, and waits for nothing else; when a quarter of the tiles in
-    the rounds have stopped, the others are gathered into a smaller stack, so that later rounds
-    read only them. Ranks are the rows kept; a tile that reaches ``min(p, q)`` without a
+    the rounds have stopped, the bases of the others are gathered into smaller stacks and
+    later rounds read only their tiles of ``C`` and ``Tb``, in place (by address, see
+    :func:`~tricov.tlr._stacks.bmm`). Ranks are the rows kept; a tile that reaches ``min(p, q)`` without a
     converged estimate gets an exact basis.
 
     Returns
@@ -110,9 +111,8 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
     B, p, q = C.shape
     cap = min(p, q)
     omega = _sampler(xp, rng, q, C.dtype)
-    idx = np.arange(B)  # the tiles still in the rounds, and their stacks
-    Cw = C
-    Tw, WT = (update[0][:, :p], update[1]) if update is not None else (None, None)
+    idx = np.arange(B)  # the tiles still in the rounds (their members of C and Tb)
+    Tb, WT = (update[0][:, :p], update[1]) if update is not None else (None, None)
     basis = _Basis(xp, B, p, q, C.dtype)
     live = xp.ones(B, dtype=C.dtype)  # on the device: 1 while the tile's estimate is large
     active = np.ones(B, dtype=bool)  # on the host: live as last read
@@ -122,19 +122,18 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
         if active.sum() <= 0.75 * idx.size:  # gather the tiles still in the rounds
             done.append((idx[~active], basis.take(np.flatnonzero(~active), r)))
             sel = np.flatnonzero(active)
-            dev = xp.asarray(sel)
-            Cw, live, basis = Cw[dev], live[dev], basis.take(sel)
-            Tw = Tw[dev] if Tw is not None else None
+            live, basis = live[xp.asarray(sel)], basis.take(sel)
             idx, active = idx[sel], active[sel]
         m = idx.size
+        tiles = None if m == B else idx  # C and Tb are read in place, not gathered
         # samples: BLOCK, then half the basis found (fewer rounds and reads of C for high
         # ranks; directions that carry nothing are dropped); at cap: an estimate only
         s = min(max(BLOCK, r // 2 // BLOCK * BLOCK), cap - r) if r < cap else min(BLOCK, q)
         om = omega(s)
-        Z = bmm(om, Cw, xp.empty((m, s, p), dtype=C.dtype), tb=True)
+        Z = bmm(om, C, xp.empty((m, s, p), dtype=C.dtype), tb=True, b_members=tiles)
         if WT is not None:  # Z -= (Omega W) Tb^T
             OW = bmm(om, WT, xp.empty((1, s, WT.shape[0]), dtype=C.dtype), tb=True)
-            bmm(OW[0], Tw, Z, tb=True, alpha=-1.0, beta=1.0)
+            bmm(OW[0], Tb, Z, tb=True, alpha=-1.0, beta=1.0, b_members=tiles)
         project(Z, basis.QT[:, :r])
         _drop_converged(Z, live, s * (0.5 * atol) ** 2)
         if r >= cap:
@@ -148,14 +147,14 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
         if not active.any():
             break
         new = basis.QT[:, r:r + s]
-        bmm(new, Cw, basis.VT[:, r:r + s])
+        bmm(new, C, basis.VT[:, r:r + s], b_members=tiles)
         if WT is not None:  # VT -= (QT Tb) W^T
-            P = bmm(new, Tw, xp.empty((m, s, WT.shape[0]), dtype=C.dtype))
+            P = bmm(new, Tb, xp.empty((m, s, WT.shape[0]), dtype=C.dtype), b_members=tiles)
             bmm(P, WT, basis.VT[:, r:r + s], alpha=-1.0, beta=1.0)
         r += s
     if r >= cap:  # filled their rank without a converged estimate: exact bases
         for j in np.flatnonzero(asnumpy(live) > 0).tolist():
-            X = Cw[j] if WT is None else Cw[j] - Tw[j] @ WT
+            X = C[idx[j]] if WT is None else C[idx[j]] - Tb[idx[j]] @ WT
             basis.QT[j, :cap] = xp.eye(p, dtype=C.dtype) if p <= q else xp.linalg.qr(X)[0].T
             basis.VT[j, :cap] = basis.QT[j, :cap] @ X
             basis.used[j, :cap] = 1

@@ -3,7 +3,8 @@
 ``numpy.matmul`` and CuPy's ``@`` make their operands contiguous first: a transposed stack
 (``U^T`` of a column of tiles) is copied, every time. :func:`bmm` reads the operands through
 their strides and transposes them in the product (one cuBLAS ``gemmStridedBatched`` on CuPy
-arrays), and writes into a given output, which may be a slice of a larger stack.
+arrays), and writes into a given output, which may be a slice of a larger stack; it reads
+chosen members of a stack by their addresses (``gemmBatched``) instead of gathering them.
 :func:`bmm_grouped` does several such products of different shapes in one cuBLAS call
 (``gemmGroupedBatched``), for loops whose every step is a small product.
 """
@@ -40,7 +41,7 @@ class Product(NamedTuple):
 
 
 def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: float = 1.0,
-        beta: float = 0.0) -> Any:
+        beta: float = 0.0, b_members: np.ndarray | None = None) -> Any:
     """``out_b = alpha op(A_b) op(B_b) + beta out_b`` for every member ``b``; returns ``out``.
 
     Parameters
@@ -53,10 +54,15 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
         Unit stride along the last axis; it must not overlap ``A`` or ``B``.
     beta : float
         ``out`` is not read when 0.
+    b_members : (batch,) int array, optional
+        Host indices: member ``b`` takes ``B[b_members[b]]`` (a 3-D ``B`` of any length), the
+        members of a large stack without gathering them (on CuPy arrays one cuBLAS
+        ``gemmBatched`` on the members' addresses).
     """
     if isinstance(out, np.ndarray):
         a = A.swapaxes(-1, -2) if ta else A
-        b = B.swapaxes(-1, -2) if tb else B
+        b = B if b_members is None else B[b_members]
+        b = b.swapaxes(-1, -2) if tb else b
         if beta == 0:
             out[...] = alpha * (a @ b)
         else:
@@ -71,15 +77,23 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
         out *= beta
         return out
     dtype = out.dtype
-    gemm, scalar, handle = _cublas(dtype)
-    pa, lda, sa = _geometry(A, dtype)
-    pb, ldb, sb = _geometry(B, dtype)
-    pc, ldc, sc = _geometry(out, dtype)
+    geo = [_geometry(X, dtype) for X in (B, A, out)]
     # Row-major products are column-major products of the transposes: out^T = op(B)^T op(A)^T.
-    status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), pb, ldb, sb, pa, lda, sa,
-                  scalar(beta), pc, ldc, sc, batch)
+    if b_members is None:
+        gemm, scalar, handle = _cublas(dtype)
+        (pb, ldb, sb), (pa, lda, sa), (pc, ldc, sc) = geo
+        status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), pb, ldb, sb, pa, lda,
+                      sa, scalar(beta), pc, ldc, sc, batch)
+    else:
+        at = (np.asarray(b_members), np.arange(batch), np.arange(batch))
+        addrs = _upload(np.stack([ptr + i * (stride * dtype.itemsize)
+                                  for (ptr, _, stride), i in zip(geo, at, strict=True)]))
+        gemm, scalar, handle = _cublas(dtype, "gemmBatched")
+        status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), addrs[0].data.ptr,
+                      geo[0][1], addrs[1].data.ptr, geo[1][1], scalar(beta), addrs[2].data.ptr,
+                      geo[2][1], batch)
     if status:
-        raise RuntimeError(f"cublas gemmStridedBatched failed with status {status}")
+        raise RuntimeError(f"cublas batched GEMM failed with status {status}")
     return out
 
 
@@ -113,13 +127,13 @@ def _handle() -> int:
 
 
 @functools.cache
-def _cublas(dtype: np.dtype) -> tuple[Any, Any, Any]:
-    """cuBLAS's strided-batched GEMM for ``dtype``, a function passing a scalar to it (by
+def _cublas(dtype: np.dtype, name: str = "gemmStridedBatched") -> tuple[Any, Any, Any]:
+    """cuBLAS's batched GEMM ``name`` for ``dtype``, a function passing a scalar to it (by
     reference), and :func:`_handle`."""
     from ..backends import cuda_libs as lib
 
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    return lib.blas("gemmStridedBatched", dtype), lambda x: ctypes.byref(real(x)), _handle
+    return lib.blas(name, dtype), lambda x: ctypes.byref(real(x)), _handle
 
 
 @functools.cache
@@ -138,19 +152,23 @@ def _grouped(dtype: np.dtype) -> tuple[Any, Any] | None:
 _IN_FLIGHT: collections.deque = collections.deque()
 
 
-def _pinned(shape: tuple[int, ...]) -> np.ndarray:
-    """An int64 host array in pinned memory (so that a copy from it is asynchronous)."""
+def _upload(addresses: np.ndarray) -> Any:
+    """The int64 host array ``addresses`` on the device, copied asynchronously on the current
+    stream from a pinned buffer that is held until the copy is done (the buffers of finished
+    copies are released)."""
+    import cupy
     import cupyx
 
-    return cupyx.empty_pinned(shape, dtype=np.int64)
-
-
-def _keep_until_done(stream: Any, buffer: np.ndarray) -> None:
-    """Hold ``buffer`` until the work queued on ``stream`` so far (a copy from it) is done;
-    release the buffers whose copies have finished."""
+    host = cupyx.empty_pinned(addresses.shape, dtype=np.int64)
+    host[...] = addresses
+    dev = cupy.empty(addresses.shape, dtype=np.int64)
+    stream = cupy.cuda.get_current_stream()
+    cupy.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes,
+                                  cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
     while _IN_FLIGHT and _IN_FLIGHT[0][0].done:
         _IN_FLIGHT.popleft()
-    _IN_FLIGHT.append((stream.record(), buffer))
+    _IN_FLIGHT.append((stream.record(), host))
+    return dev
 
 
 def bmm_grouped(products: list[Product]) -> None:
@@ -176,7 +194,6 @@ def bmm_grouped(products: list[Product]) -> None:
                 bb = bb[:, k] if p.tb else bb[k]
                 bmm(a, bb, p.out[b:b + 1, r], ta=p.ta, tb=p.tb, alpha=p.alpha, beta=p.beta)
         return
-    import cupy
 
     isz = dtype.itemsize
     cols_, rows_, inner_, params, addrs, scalars = [], [], [], [], [], []
@@ -203,19 +220,13 @@ def bmm_grouped(products: list[Product]) -> None:
     if not addrs:
         return
     count = sum(a.shape[1] for a in addrs)
-    host = _pinned((3, count))
-    host[...] = np.concatenate(addrs, axis=1)
+    dev = _upload(np.concatenate(addrs, axis=1))
     ta, tb, lda, ldb, ldc = np.ascontiguousarray(np.concatenate(params, axis=1), np.int32)
     m, n, k = (np.ascontiguousarray(np.concatenate(x), np.int32)
                for x in (cols_, rows_, inner_))
     alpha, beta = np.ascontiguousarray(np.concatenate(scalars, axis=1),
                                        np.float64 if dtype == np.float64 else np.float32)
     sizes = np.ones(count, dtype=np.int32)
-    dev = cupy.empty((3, count), dtype=np.int64)
-    stream = cupy.cuda.get_current_stream()
-    cupy.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, host.nbytes,
-                                  cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
-    _keep_until_done(stream, host)
     grouped, handle = _grouped(dtype)
     status = grouped(handle(), ta.ctypes.data, tb.ctypes.data, m.ctypes.data, n.ctypes.data,
                      k.ctypes.data, alpha.ctypes.data, dev[0].data.ptr, lda.ctypes.data,

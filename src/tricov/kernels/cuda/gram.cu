@@ -1,4 +1,4 @@
-// tricov: orthonormal bases from Gram matrices, one warp per member of a batch.
+// tricov: orthonormal bases from Gram matrices, one block of W threads (W/32 warps) per member.
 //
 // For rows Z_b (w x p) with Gram matrix G_b = Z_b Z_b^T, gram_basis writes M_b (w x w) such
 // that the rows of M_b Z_b are orthonormal (to the rounding of the Gram matrix) and span the
@@ -9,7 +9,8 @@
 // and every row of a member whose live flag is 0, are zero. What the rows dropped carry is at
 // most w times the threshold (squared Frobenius norm). used[i] (if given) is 1 for i < k, else
 // 0. The Gram matrices and the products are cuBLAS's (strided-batched GEMMs, spread over the
-// whole GPU); this kernel is the small sequential part. Used by tricov.tlr._orthonormal.
+// whole GPU); this kernel is the small sequential part. Used by tricov.tlr._orthonormal, with
+// W = 32 or 64 (w <= W) and gram_shared<T, W>() bytes of dynamic shared memory.
 //
 // live_by_norm clears live[b] where member b of a stack of samples has a squared Frobenius
 // norm at most thr (or NaN): the range finder's convergence test, one block per member.
@@ -17,63 +18,83 @@
 
 namespace tricov {
 
+// The largest v over the block (ties: the smallest p), on every thread; scratch: W / 32
+// values and indices in shared memory.
+template <typename T, int W>
+__device__ void block_argmax(T& v, int& p, T* sv, int* sp) {
+    const unsigned full = 0xffffffffu;
+    for (int off = 16; off > 0; off >>= 1) {
+        const T ov = __shfl_xor_sync(full, v, off);
+        const int op = __shfl_xor_sync(full, p, off);
+        if (ov > v || (ov == v && op < p)) { v = ov; p = op; }
+    }
+    if (W > 32) {
+        if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = v; sp[threadIdx.x >> 5] = p; }
+        __syncthreads();
+        v = sv[0];
+        p = sp[0];
+        for (int i = 1; i < W / 32; ++i)
+            if (sv[i] > v || (sv[i] == v && sp[i] < p)) { v = sv[i]; p = sp[i]; }
+        __syncthreads();  // the scratch is free again
+    }
+}
+
 template <typename T, int W>
 __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__ live, T floor,
                            T rel, T* __restrict__ M, T* __restrict__ used, long long used_ld) {
-    __shared__ T S[W][W + 1];  // S[a][c]: the remaining Schur complement (lane c owns column c)
-    __shared__ T R[W][W + 1];  // R[j][c]: row j of the factor, over the rows c of Z
-    __shared__ T Ms[W][W + 1];  // M; row i holds column i of U^-1 at the pivots
-    __shared__ int piv[W];
-    const unsigned full = 0xffffffffu;
+    // S[a][c]: the remaining Schur complement (thread c owns column c), then M (row i holds
+    // column i of U^-1 at the pivots); R[j][c]: row j of the factor, over the rows c of Z.
+    extern __shared__ __align__(16) unsigned char smem[];
+    auto S = reinterpret_cast<T (*)[W + 1]>(smem);
+    auto R = S + W;
+    T* sv = reinterpret_cast<T*>(R + W);
+    int* sp = reinterpret_cast<int*>(sv + W / 32);
+    int* piv = sp + W / 32;
     const int t = threadIdx.x;
     const long long b = blockIdx.x;
     const T* g = G + b * w * w;
     for (int a = 0; a < w; ++a)
         if (t < w) S[a][t] = g[(long long)a * w + t];
-    for (int c = 0; c < W; ++c) Ms[t][c] = T(0);
-    __syncwarp();
+    __syncthreads();
     bool open = t < w;  // row t of Z not taken yet
     T d = open ? S[t][t] : T(0);
     T top = d == d ? d : T(0);
-    for (int off = W / 2; off > 0; off >>= 1) top = max(top, __shfl_xor_sync(full, top, off));
+    int ignored = 0;
+    block_argmax<T, W>(top, ignored, sv, sp);
     const T thr = max(floor, rel * top);
     const int steps = live[b] > T(0) ? w : 0;
     int k = 0;
     while (k < steps) {
         T v = (open && d == d) ? d : T(-1);
         int pv = t;
-        for (int off = W / 2; off > 0; off >>= 1) {
-            const T ov = __shfl_xor_sync(full, v, off);
-            const int op = __shfl_xor_sync(full, pv, off);
-            if (ov > v || (ov == v && op < pv)) { v = ov; pv = op; }
-        }
-        if (!(v > thr)) break;  // the same v and pv on every lane
+        block_argmax<T, W>(v, pv, sv, sp);
+        if (!(v > thr)) break;  // the same v and pv on every thread
         const T rkk = sqrt(v);
         if (t == 0) piv[k] = pv;
         R[k][t] = open ? S[pv][t] / rkk : T(0);
-        __syncwarp();
+        __syncthreads();
         if (t == pv) open = false;
         if (open) {
             const T rt = R[k][t];
             for (int a = 0; a < w; ++a) S[a][t] -= R[k][a] * rt;
             d = S[t][t];
         }
-        __syncwarp();
         ++k;
     }
-    __syncwarp();
-    if (t < k) {  // column t of U^-1 (U[i][l] = R[i][piv[l]]), stored as Ms[t][piv[i]]
-        Ms[t][piv[t]] = T(1) / R[t][piv[t]];
+    __syncthreads();  // S is free: thread t now owns its row, M's row t
+    T* Ms = S[t];
+    for (int c = 0; c < W; ++c) Ms[c] = T(0);
+    if (t < k) {  // column t of U^-1 (U[i][l] = R[i][piv[l]]), stored as Ms[piv[i]]
+        Ms[piv[t]] = T(1) / R[t][piv[t]];
         for (int i = t - 1; i >= 0; --i) {
             T s = T(0);
-            for (int l = i + 1; l <= t; ++l) s += R[i][piv[l]] * Ms[t][piv[l]];
-            Ms[t][piv[i]] = -s / R[i][piv[i]];
+            for (int l = i + 1; l <= t; ++l) s += R[i][piv[l]] * Ms[piv[l]];
+            Ms[piv[i]] = -s / R[i][piv[i]];
         }
     }
-    __syncwarp();
     if (t < w) {
         T* row = M + b * w * w + (long long)t * w;
-        for (int c = 0; c < w; ++c) row[c] = Ms[t][c];
+        for (int c = 0; c < w; ++c) row[c] = Ms[c];
         if (used != nullptr) used[b * used_ld + t] = t < k ? T(1) : T(0);
     }
 }
