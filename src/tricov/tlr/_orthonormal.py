@@ -98,9 +98,8 @@ def orthonormal_rows(Z: Any, live: Any, floor: float, rel: float, dst: Any,
         threads = 32 if w <= 32 else WIDTH
         kernel = nvrtc.function("gram.cu", f"tricov::gram_basis<{nvrtc.CTYPE[Z.dtype]}, "
                                            f"{threads}>")
-        # S and R (threads x (threads + 1) each), the reduction scratch and the pivots
-        smem = (2 * threads * (threads + 1) + threads // 32) * Z.itemsize \
-            + (threads // 32 + threads) * 4
+        # R and M (threads x (threads + 1) each) and the reduction scratch
+        smem = (2 * threads * (threads + 1) + threads // 32) * Z.itemsize + threads // 32 * 4
         nvrtc.allow_shared(kernel, smem)
         sc = Z.dtype.type
         flags = (used, np.int64(used.strides[0] // used.itemsize)) if used is not None \

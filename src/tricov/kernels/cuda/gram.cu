@@ -9,8 +9,9 @@
 // and every row of a member whose live flag is 0, are zero. What the rows dropped carry is at
 // most w times the threshold (squared Frobenius norm). used[i] (if given) is 1 for i < k, else
 // 0. The Gram matrices and the products are cuBLAS's (strided-batched GEMMs, spread over the
-// whole GPU); this kernel is the small sequential part. Used by tricov.tlr._orthonormal, with
-// W = 32 or 64 (w <= W) and gram_shared<T, W>() bytes of dynamic shared memory.
+// whole GPU); this kernel is the small sequential part, each row of M made as its pivot is
+// taken. Used by tricov.tlr._orthonormal, with W = 32 or 64 (w <= W) and
+// 2 W (W + 1) + W / 32 values and W / 32 ints of dynamic shared memory.
 //
 // live_by_norm clears live[b] where member b of a stack of samples has a squared Frobenius
 // norm at most thr (or NaN): the range finder's convergence test, one block per member.
@@ -42,22 +43,27 @@ __device__ void block_argmax(T& v, int& p, T* sv, int* sp) {
 template <typename T, int W>
 __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__ live, T floor,
                            T rel, T* __restrict__ M, T* __restrict__ used, long long used_ld) {
-    // S[a][c]: the remaining Schur complement (thread c owns column c), then M (row i holds
-    // column i of U^-1 at the pivots); R[j][c]: row j of the factor, over the rows c of Z.
+    // Thread c holds column c of the remaining Schur complement in registers (s[a] = S[a][c],
+    // zero beyond w) and column c of M in shared memory (Ms[j][c]); R[j][a]: row j of the
+    // factor over the rows a of Z, copied by the thread of its pivot (G is symmetric, so the
+    // pivot's row is its column) and divided by every thread.
     extern __shared__ __align__(16) unsigned char smem[];
-    auto S = reinterpret_cast<T (*)[W + 1]>(smem);
-    auto R = S + W;
-    T* sv = reinterpret_cast<T*>(R + W);
+    auto R = reinterpret_cast<T (*)[W + 1]>(smem);
+    auto Ms = R + W;
+    T* sv = reinterpret_cast<T*>(Ms + W);
     int* sp = reinterpret_cast<int*>(sv + W / 32);
-    int* piv = sp + W / 32;
     const int t = threadIdx.x;
     const long long b = blockIdx.x;
     const T* g = G + b * w * w;
-    for (int a = 0; a < w; ++a)
-        if (t < w) S[a][t] = g[(long long)a * w + t];
-    __syncthreads();
+    T s[W];
+#pragma unroll
+    for (int a = 0; a < W; ++a) {
+        s[a] = (a < w && t < w) ? g[(long long)a * w + t] : T(0);
+        Ms[a][t] = T(0);
+    }
     bool open = t < w;  // row t of Z not taken yet
-    T d = open ? S[t][t] : T(0);
+    unsigned long long openmask = w == 64 ? ~0ull : (1ull << w) - 1;  // the same on every thread
+    T d = open ? g[(long long)t * w + t] : T(0);
     T top = d == d ? d : T(0);
     int ignored = 0;
     block_argmax<T, W>(top, ignored, sv, sp);
@@ -70,31 +76,33 @@ __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__
         block_argmax<T, W>(v, pv, sv, sp);
         if (!(v > thr)) break;  // the same v and pv on every thread
         const T rkk = sqrt(v);
-        if (t == 0) piv[k] = pv;
-        R[k][t] = open ? S[pv][t] / rkk : T(0);
+        if (t == pv) {
+#pragma unroll
+            for (int a = 0; a < W; ++a) R[k][a] = (openmask >> a) & 1 ? s[a] : T(0);
+        }
         __syncthreads();
+        R[k][t] /= rkk;  // one division per thread, not W on the pivot's
+        __syncthreads();
+        // Row k of M: the new orthonormal row q_k = (z_pv - sum_{j<k} R[j][pv] q_j) / rkk in
+        // terms of the rows of Z (forward substitution with U^T, U[j][i] = R[j][piv[i]]).
+        T m[4] = {t == pv ? T(1) : T(0), T(0), T(0), T(0)};
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            if (j < k) m[j & 3] -= R[j][pv] * Ms[j][t];
+        Ms[k][t] = ((m[0] + m[1]) + (m[2] + m[3])) / rkk;
+        openmask &= ~(1ull << pv);
         if (t == pv) open = false;
         if (open) {
             const T rt = R[k][t];
-            for (int a = 0; a < w; ++a) S[a][t] -= R[k][a] * rt;
-            d = S[t][t];
+#pragma unroll
+            for (int a = 0; a < W; ++a) s[a] -= R[k][a] * rt;
+            d -= rt * rt;
         }
         ++k;
     }
-    __syncthreads();  // S is free: thread t now owns its row, M's row t
-    T* Ms = S[t];
-    for (int c = 0; c < W; ++c) Ms[c] = T(0);
-    if (t < k) {  // column t of U^-1 (U[i][l] = R[i][piv[l]]), stored as Ms[piv[i]]
-        Ms[piv[t]] = T(1) / R[t][piv[t]];
-        for (int i = t - 1; i >= 0; --i) {
-            T s = T(0);
-            for (int l = i + 1; l <= t; ++l) s += R[i][piv[l]] * Ms[piv[l]];
-            Ms[piv[i]] = -s / R[i][piv[i]];
-        }
-    }
-    if (t < w) {
-        T* row = M + b * w * w + (long long)t * w;
-        for (int c = 0; c < w; ++c) row[c] = Ms[c];
+    if (t < w) {  // column t of M (rows >= k stay zero)
+        T* col = M + b * w * w + t;
+        for (int i = 0; i < w; ++i) col[(long long)i * w] = Ms[i][t];
         if (used != nullptr) used[b * used_ld + t] = t < k ? T(1) : T(0);
     }
 }
