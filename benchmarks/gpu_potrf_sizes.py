@@ -24,7 +24,8 @@ import tricov as tc
 from tricov import dense
 
 
-def _cusolver(a: cp.ndarray) -> None:
+def _cusolver(a: cp.ndarray, read: bool = False) -> None:
+    """cuSOLVER's potrf of ``a`` in place; with ``read``, its status read back too."""
     handle = cp.cuda.device.get_cusolver_handle()
     n = a.shape[0]
     lower = cublas.CUBLAS_FILL_MODE_LOWER
@@ -32,11 +33,15 @@ def _cusolver(a: cp.ndarray) -> None:
     work = cp.empty(lwork, cp.float64)
     info = cp.zeros(1, cp.int32)
     cusolver.dpotrf(handle, lower, n, a.data.ptr, n, work.data.ptr, lwork, info.data.ptr)
+    if read:
+        int(info.get()[0])
 
 
-def _best(f, a0: cp.ndarray, repeats: int = 3) -> float:
+def timed(f, a0: cp.ndarray, repeats: int = 3) -> list[float]:
+    """Seconds of ``repeats`` calls of ``f`` on fresh column-major copies of ``a0`` (CUDA events
+    around each call as a user makes it), after one untimed call."""
     f(a0.copy(order="F"))
-    times = []
+    out = []
     for _ in range(repeats):
         a = a0.copy(order="F")
         cp.cuda.Device().synchronize()
@@ -45,8 +50,8 @@ def _best(f, a0: cp.ndarray, repeats: int = 3) -> float:
         f(a)
         stop.record()
         stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return min(times)
+        out.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return out
 
 
 def main() -> None:
@@ -68,10 +73,10 @@ def main() -> None:
             for op, size in setting.items():
                 tc.set_leaf_size("gpu", op, dt, size)
             try:
-                times[name] = _best(dense.potrf, a0)
+                times[name] = min(timed(dense.potrf, a0))
             finally:
                 tc.set_leaf_size("gpu", "potrf", dt, None)  # drops every override
-        t_native = _best(_cusolver, a0)
+        t_native = min(timed(_cusolver, a0))
         f = n**3 / 3 / 1e12
         rates = "  ".join(f"{name} {f / t:6.2f}" for name, t in times.items())
         ratios = " / ".join(f"{t_native / t:.2f}" for t in times.values())

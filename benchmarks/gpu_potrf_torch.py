@@ -19,35 +19,14 @@ import argparse
 import cupy as cp
 import numpy as np
 import torch
-from cupy.cuda import cusolver
-from cupy_backends.cuda.libs import cublas
+from gpu_potrf_sizes import _cusolver as _raw
+from gpu_potrf_sizes import timed
 
 from tricov import dense
 
 
-def _raw(a: cp.ndarray, read: bool = False) -> None:
-    handle = cp.cuda.device.get_cusolver_handle()
-    n, lower = a.shape[0], cublas.CUBLAS_FILL_MODE_LOWER
-    lwork = cusolver.dpotrf_bufferSize(handle, lower, n, a.data.ptr, n)
-    work, info = cp.empty(lwork, cp.float64), cp.zeros(1, cp.int32)
-    cusolver.dpotrf(handle, lower, n, a.data.ptr, n, work.data.ptr, lwork, info.data.ptr)
-    if read:
-        int(info.get()[0])
-
-
 def _median_ms(f, a0: cp.ndarray, repeats: int) -> float:
-    f(a0.copy(order="F"))
-    times = []
-    for _ in range(repeats):
-        a = a0.copy(order="F")
-        cp.cuda.Device().synchronize()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        f(a)
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
+    return float(np.median(timed(f, a0, repeats))) * 1e3
 
 
 def main() -> None:
