@@ -57,7 +57,7 @@ __all__ = ["compress_column", "compress_stack", "left_looking", "usable"]
 #: on an H100, 64 in 0.65 s, 32 in 0.69 s.
 BLOCK = 2 * WIDTH
 #: The range finder's later rounds leave out the tiles that have stopped once their share of
-#: the tiles still in the rounds exceeds ``1 - GATHER`` (their bases are then gathered).
+#: the tiles still in the rounds reaches ``1 - GATHER`` (their bases are then gathered).
 GATHER = 0.75
 #: Largest dense panel (bytes) generated and compressed at once.
 PANEL_BYTES = 1 << 31
@@ -99,7 +99,7 @@ def compress_stack(C: Any, atol: float, rng: np.random.Generator,
     to their basis, and ``VT = QT X`` of the new rows. ``X`` is only ever multiplied: with
     ``update`` the products take ``C`` and the factors apart, ``O(s (p + q) w)`` per round of
     ``s`` samples instead of a dense update of ``O(p q w)``. The host reads the flags while
-    the device orthonormalizes, and waits for nothing else; when more than ``1 - GATHER`` of
+    the device orthonormalizes, and waits for nothing else; once at least ``1 - GATHER`` of
     the tiles in the rounds have stopped (:data:`GATHER`), the bases of the others are
     gathered into smaller stacks and later rounds read only their tiles of ``C`` and ``Tb``,
     in place (by address, see :func:`~tricov.tlr._stacks.bmm`). Ranks are the rows kept; a

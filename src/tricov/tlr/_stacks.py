@@ -85,9 +85,8 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
         status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), pb, ldb, sb, pa, lda,
                       sa, scalar(beta), pc, ldc, sc, batch)
     else:
-        at = (np.asarray(b_members), np.arange(batch), np.arange(batch))
-        addrs = _upload(np.stack([ptr + i * (stride * dtype.itemsize)
-                                  for (ptr, _, stride), i in zip(geo, at, strict=True)]))
+        members = np.arange(batch)
+        addrs = _upload(_addresses(geo, (np.asarray(b_members), members, members), dtype))
         gemm, scalar, handle = _cublas(dtype, "gemmBatched")
         status = gemm(handle(), tb, ta, cols, rows, inner, scalar(alpha), addrs[0].data.ptr,
                       geo[0][1], addrs[1].data.ptr, geo[1][1], scalar(beta), addrs[2].data.ptr,
@@ -95,6 +94,14 @@ def bmm(A: Any, B: Any, out: Any, *, ta: bool = False, tb: bool = False, alpha: 
     if status:
         raise RuntimeError(f"cublas batched GEMM failed with status {status}")
     return out
+
+
+def _addresses(geo: list[tuple[int, int, int]], members: tuple[np.ndarray, ...],
+               dtype: np.dtype) -> np.ndarray:
+    """``(operands, count)`` addresses of the chosen members of the operands of the given
+    :func:`_geometry` (a 2-D operand's batch stride is 0: the same address for all)."""
+    return np.stack([ptr + at * (stride * dtype.itemsize)
+                     for (ptr, _, stride), at in zip(geo, members, strict=True)])
 
 
 def _geometry(X: Any, dtype: np.dtype) -> tuple[int, int, int]:
@@ -195,7 +202,6 @@ def bmm_grouped(products: list[Product]) -> None:
                 bmm(a, bb, p.out[b:b + 1, r], ta=p.ta, tb=p.tb, alpha=p.alpha, beta=p.beta)
         return
 
-    isz = dtype.itemsize
     cols_, rows_, inner_, params, addrs, scalars = [], [], [], [], [], []
     for p in products:
         batch, rows, cols = p.out.shape
@@ -210,7 +216,7 @@ def bmm_grouped(products: list[Product]) -> None:
             continue
         geo = [_geometry(X, dtype) for X in (p.B, p.A, p.out)]
         # row-major products as column-major ones of the transposes (see bmm): B first
-        addrs.append(np.stack([ptr + members * (stride * isz) for ptr, _, stride in geo]))
+        addrs.append(_addresses(geo, (members,) * 3, dtype))
         params.append(np.repeat([[int(p.tb)], [int(p.ta)], [geo[0][1]], [geo[1][1]],
                                  [geo[2][1]]], members.size, axis=1))
         cols_.append(np.full(members.size, cols))

@@ -61,9 +61,9 @@ __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__
         s[a] = (a < w && t < w) ? g[(long long)a * w + t] : T(0);
         Ms[a][t] = T(0);
     }
-    bool open = t < w;  // row t of Z not taken yet
-    unsigned long long openmask = w == 64 ? ~0ull : (1ull << w) - 1;  // the same on every thread
-    T d = open ? g[(long long)t * w + t] : T(0);
+    // bit a: row a of Z not taken yet (the same on every thread)
+    unsigned long long open = w == 64 ? ~0ull : (1ull << w) - 1;
+    T d = t < w ? g[(long long)t * w + t] : T(0);
     T top = d == d ? d : T(0);
     int ignored = 0;
     block_argmax<T, W>(top, ignored, sv, sp);
@@ -71,14 +71,14 @@ __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__
     const int steps = live[b] > T(0) ? w : 0;
     int k = 0;
     while (k < steps) {
-        T v = (open && d == d) ? d : T(-1);
+        T v = ((open >> t) & 1 && d == d) ? d : T(-1);
         int pv = t;
         block_argmax<T, W>(v, pv, sv, sp);
         if (!(v > thr)) break;  // the same v and pv on every thread
         const T rkk = sqrt(v);
         if (t == pv) {
 #pragma unroll
-            for (int a = 0; a < W; ++a) R[k][a] = (openmask >> a) & 1 ? s[a] : T(0);
+            for (int a = 0; a < W; ++a) R[k][a] = (open >> a) & 1 ? s[a] : T(0);
         }
         __syncthreads();
         R[k][t] /= rkk;  // one division per thread, not W on the pivot's
@@ -90,9 +90,8 @@ __global__ void gram_basis(int w, const T* __restrict__ G, const T* __restrict__
         for (int j = 0; j < W; ++j)
             if (j < k) m[j & 3] -= R[j][pv] * Ms[j][t];
         Ms[k][t] = ((m[0] + m[1]) + (m[2] + m[3])) / rkk;
-        openmask &= ~(1ull << pv);
-        if (t == pv) open = false;
-        if (open) {
+        open &= ~(1ull << pv);
+        if ((open >> t) & 1) {
             const T rt = R[k][t];
 #pragma unroll
             for (int a = 0; a < W; ++a) s[a] -= R[k][a] * rt;
