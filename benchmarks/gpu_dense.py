@@ -41,7 +41,7 @@ POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: memory (128) against cuSOLVER/cuBLAS ones.
 CANDIDATES: dict[str, list[dict[str, int]]] = {
     "trsm": [{"trsm": 128}, {"trsm": 256}],
-    "trmm": [{"trmm": 128}, {"trmm": 256}],
+    "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}],
     "potrf": [{"potrf_whole": 1, "potrf": nb} for nb in (128, 1024, 2048, 4096, 8192, 16384)]
     + [{"potrf": 1 << 20}],
     "potri": [{"trtri": 128, "lauum": 128}, {"trtri": 512, "lauum": 512}],

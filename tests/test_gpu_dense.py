@@ -103,6 +103,40 @@ def test_trsm_trmm(cp, small_leaves, monkeypatch, dt, side, uplo, trans, diag, s
 
 
 @pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("side,uplo,trans", [("L", "L", "N"), ("L", "U", "C"), ("R", "L", "T"),
+                                             ("R", "U", "N")])
+@pytest.mark.parametrize("budget", [1, 7, 1 << 30])
+def test_trmm_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, trans,
+                                      budget):
+    """The staged TRMM (leaves, then products level by level from a copy of B) on sub-matrix
+    views whose leading dimension exceeds their rows, in panels of ``budget`` columns of B."""
+    from tricov.backends import cuda
+
+    rng = np.random.default_rng(11)
+    m, n = (301, 19) if side == "L" else (19, 301)
+    k = m if side == "L" else n
+    monkeypatch.setattr(cuda.CUDAExecutor, "stage_bytes", budget * k * np.dtype(dt).itemsize)
+    a = _tri(rng, k, dt, uplo == "L")
+    b = _rand(rng, (m, n), dt)
+    t = _op(a.astype(np.complex128), trans)
+    want = 0.5 * (t @ b if side == "L" else b @ t)
+    for order in "CF":
+        big_a = _dev(cp, _rand(rng, (k + 5, k + 3), dt), order)
+        big_b = _dev(cp, _rand(rng, (m + 4, n + 6), dt), order)
+        A, B = big_a[2:k + 2, 1:k + 1], big_b[3:m + 3, 2:n + 2]
+        A[...] = cp.asarray(a)
+        B[...] = cp.asarray(b)
+        frame = cp.asnumpy(big_b).copy()
+        tc.trmm(A, B, side=side, uplo=uplo, trans=trans, alpha=0.5)
+        got = cp.asnumpy(big_b)
+        err = np.linalg.norm(got[3:m + 3, 2:n + 2] - want, np.inf) / (
+            0.5 * np.linalg.norm(t, np.inf) * np.linalg.norm(b, np.inf))
+        assert err < 30 * k * _eps(dt), (order, err)
+        got[3:m + 3, 2:n + 2] = frame[3:m + 3, 2:n + 2]
+        np.testing.assert_array_equal(got, frame)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("trans", "NC")
 def test_syrk(cp, small_leaves, dt, uplo, trans):

@@ -15,6 +15,7 @@ leading dimensions). A new executor is those few methods.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,18 +92,29 @@ class Executor:
         return ()
 
     # ------------------------------------------------------------- primitives
-    def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat) -> None:
-        """``C = alpha A B + beta C`` on logical views."""
+    def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat, count: int = 1,
+             steps: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """``C = alpha A B + beta C`` on logical views.
+
+        With ``count > 1``, the same product on ``count`` triples of blocks: the ``i``-th
+        ``i * steps`` bytes after ``a``, ``b`` and ``c`` (:meth:`raw_gemm_strided`).
+        """
+        sa, sb, sc = steps
         if c.t:
             a, b, c = b.T, a.T, c.T
+            sa, sb = sb, sa
         if self.complex and opt.has_c(c.op):
             a, b, c = a.conj, b.conj, c.conj
             alpha, beta = self._cj(alpha), self._cj(beta)
         m, n, k = c.mrows, c.mcols, a.cols
         if m == 0 or n == 0:
             return
-        self.raw_gemm(self._letter(a), self._letter(b), m, n, k, alpha, a.ptr, a.ld,
-                      b.ptr, b.ld, beta, c.ptr, c.ld)
+        args = (self._letter(a), self._letter(b), m, n, k, alpha, a.ptr, a.ld, b.ptr, b.ld,
+                beta, c.ptr, c.ld)
+        if count == 1:
+            self.raw_gemm(*args)
+        else:
+            self.raw_gemm_strided(*args, count, sa, sb, sc)
 
     def _trxm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat):
         side = b"L"
@@ -128,10 +140,29 @@ class Executor:
         if b.rows and b.cols:
             self.raw_trsm(*self._trxm(lower, unit, alpha, a, b))
 
-    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
-        """``B = alpha A B`` in place; A is a logical lower or upper triangle."""
-        if b.rows and b.cols:
-            self.raw_trmm(*self._trxm(lower, unit, alpha, a, b))
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat, count: int = 1,
+             steps: tuple[int, int] = (0, 0)) -> None:
+        """``B = alpha A B`` in place; A is a logical lower or upper triangle.
+
+        With ``count > 1``, the same product on ``count`` pairs of blocks, the ``i``-th
+        ``i * steps`` bytes after ``a`` and ``b`` (here one call after the other).
+        """
+        if not (b.rows and b.cols):
+            return
+        for i in range(count):
+            moved_a = a._replace(ptr=a.ptr + i * steps[0])
+            moved_b = b._replace(ptr=b.ptr + i * steps[1])
+            self.raw_trmm(*self._trxm(lower, unit, alpha, moved_a, moved_b))
+
+    def run_trmm(self, b: Mat, body: Callable[[Executor, Mat], None]) -> None:
+        """Run the recursion of a TRMM on ``b``: ``body(executor, b)`` issues its leaves
+        (:meth:`trmm`) and products (:meth:`gemm`).
+
+        Here they run at once, in the recursion's order, in place. An executor may record
+        them instead and run them in an order of its own (the GPU's batches them, see
+        :mod:`tricov.backends.staged`).
+        """
+        body(self, b)
 
     def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
         """Lower triangle of ``C = alpha A A^H + beta C`` (syrk for real dtypes)."""
@@ -177,6 +208,15 @@ class Executor:
     def raw_gemm(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
                  lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int) -> None:
         raise NotImplementedError
+
+    def raw_gemm_strided(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex,
+                         a: int, lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+                         count: int, sa: int, sb: int, sc: int) -> None:
+        """:meth:`raw_gemm` on ``count`` triples of blocks, the ``i``-th ``i * (sa, sb, sc)``
+        bytes after the first (here one call after the other)."""
+        for i in range(count):
+            self.raw_gemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta,
+                          c + i * sc, ldc)
 
     def raw_trsm(self, side: bytes, uplo: bytes, trans: bytes, diag: bytes, m: int, n: int,
                  alpha: complex, a: int, lda: int, b: int, ldb: int) -> None:

@@ -36,6 +36,7 @@ from ..batched._operands import SLOT_BITS, Group
 from ..kernels import TILE_ROWS, batched_lanes, batched_small, batched_tile, nvrtc
 from . import cuda_libs as lib
 from .base import Executor
+from .cuda_libs import GEMM_CHUNK
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
            "BatchedCUDAExecutor", "compile_kernels", "group_shape", "leaf_max", "padded_order",
@@ -50,8 +51,6 @@ SMALL_MAX = 32
 BLOCK = 128
 #: Most blocks per launch (the grid's x limit); larger batches take several launches.
 MAX_BLOCKS = 2**31 - 1
-#: Most members per cuBLAS batched call.
-GEMM_CHUNK = 65535
 #: Operation codes of the tile kernels (``enum Mode`` of batched_tile.cu).
 TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
 #: Threads per block of the tile kernels.

@@ -23,6 +23,7 @@ Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ import numpy as np
 from .._views import Mat
 from ..kernels import THREADS, block_order, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
+from . import staged
 from .base import Executor
 
 __all__ = ["CUDAExecutor", "NARROW"]
@@ -37,6 +39,8 @@ __all__ = ["CUDAExecutor", "NARROW"]
 #: Right-hand sides at or below which triangular leaves use tricov's own kernel (all, by
 #: default).
 NARROW = 1 << 30
+#: Most blocks along y of one launch (CUDA's grid limit).
+_GRID_Y = 65535
 
 
 def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.ndarray:
@@ -86,6 +90,8 @@ class CUDAExecutor(Executor):
     inverse_cond = 1024.0
     #: HERK leaves with ``k >= herk_by_gemm * n`` run as a GEMM plus a triangle update.
     herk_by_gemm = 1
+    #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
+    stage_bytes = 1 << 28
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -103,7 +109,8 @@ class CUDAExecutor(Executor):
 
     @property
     def settings(self) -> tuple:
-        return (self.narrow, self.wide, self.inverse_cond, self.herk_by_gemm)
+        return (self.narrow, self.wide, self.inverse_cond, self.herk_by_gemm,
+                self.stage_bytes)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: Any, offset: int) -> bool:
@@ -164,8 +171,9 @@ class CUDAExecutor(Executor):
         self._inverses = _Inverses(a, op, lower, unit, m, bs, blocks, flags)
 
     def _tri_leaf(self, solve: bool, lower: bool, unit: bool, alpha: complex, a: Mat,
-                  b: Mat) -> bool:
-        """Run ``tri_leaf`` on logical views if the shape suits it."""
+                  b: Mat, count: int = 1, steps: tuple[int, int] = (0, 0)) -> bool:
+        """Run ``tri_leaf`` on logical views if the shape suits it (on ``count`` pairs of
+        blocks ``steps`` bytes apart)."""
         n, ncols = b.rows, b.cols
         if ncols > self.narrow:
             return False
@@ -182,19 +190,43 @@ class CUDAExecutor(Executor):
         shape = leaf_shape(self.dtype.itemsize, wide)
         expr = (f"tricov::tri_leaf<{self._ctype}, {self._sb}, {shape.cpt}, {shape.kp}, "
                 f"{nvrtc.cbool(solve)}, {nvrtc.cbool(lower)}>")
-        self._launch(expr, -(-ncols // shape.cols), (
-            np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
-            np.uint64(a.ptr), np.int64(a.ld), np.int32(opa), np.uint64(b.ptr), np.int64(b.ld),
-            np.int32(self._op(b)), np.int32(unit), np.uint64(inv), np.uint64(flags)), smem)
+        kernel = nvrtc.function("leaves.cu", expr)
+        nvrtc.allow_shared(kernel, smem)
+        size = self.dtype.itemsize
+        for first in range(0, count, _GRID_Y):
+            kernel((-(-ncols // shape.cols), min(_GRID_Y, count - first)), (THREADS,), (
+                np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
+                np.uint64(a.ptr + first * steps[0]), np.int64(a.ld), np.int32(opa),
+                np.uint64(b.ptr + first * steps[1]), np.int64(b.ld), np.int32(self._op(b)),
+                np.int32(unit), np.uint64(inv), np.uint64(flags), np.int64(steps[0] // size),
+                np.int64(steps[1] // size)), shared_mem=smem)
         return True
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols and not self._tri_leaf(True, lower, unit, alpha, a, b):
             super().trsm(lower, unit, alpha, a, b)
 
-    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
-        if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b):
-            super().trmm(lower, unit, alpha, a, b)
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat, count: int = 1,
+             steps: tuple[int, int] = (0, 0)) -> None:
+        if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b, count,
+                                                    steps):
+            super().trmm(lower, unit, alpha, a, b, count, steps)
+
+    def run_trmm(self, b: Mat, body: Callable[[Executor, Mat], None]) -> None:
+        """Record the recursion on each panel of B and run it in batches
+        (:class:`~tricov.backends.staged.StagedTrmm`), B's copy within :attr:`stage_bytes`."""
+        staged.run(self, b, body, self.stage_bytes)
+
+    def copy_block(self, view: Mat) -> Mat:
+        """A copy of the memory block of ``view`` (same logical view, leading dimension its
+        rows), on the stream."""
+        size = view.itemsize
+        work = self.xp.empty(max(1, view.mrows * view.mcols), dtype=self.dtype)
+        self._keep.append(work)
+        self.xp.cuda.runtime.memcpy2DAsync(
+            work.data.ptr, view.mrows * size, view.ptr, view.ld * size, view.mrows * size,
+            view.mcols, self.xp.cuda.runtime.memcpyDeviceToDevice, self._stream)
+        return Mat(work.data.ptr, view.mrows, view.mcols, max(1, view.mrows), view.op, size)
 
     # -------------------------------------------------------- Cholesky leaves
     def potrf(self, a: Mat, offset: int) -> bool:
@@ -249,6 +281,15 @@ class CUDAExecutor(Executor):
         lib.check(lib.blas("gemm_v2", self.dtype)(
             self._hb, lib.OP[ta], lib.OP[tb], m, n, k, self._s(alpha), a, lda, b, ldb,
             self._s(beta), c, ldc), "gemm")
+
+    def raw_gemm_strided(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count,
+                         sa, sb, sc):
+        size = self.dtype.itemsize
+        for first in range(0, count, lib.GEMM_CHUNK):
+            lib.check(lib.blas("gemmStridedBatched", self.dtype)(
+                self._hb, lib.OP[ta], lib.OP[tb], m, n, k, self._s(alpha), a + first * sa, lda,
+                sa // size, b + first * sb, ldb, sb // size, self._s(beta), c + first * sc,
+                ldc, sc // size, min(lib.GEMM_CHUNK, count - first)), "gemmStridedBatched")
 
     def raw_trsm(self, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
         lib.check(lib.blas("trsm_v2", self.dtype)(

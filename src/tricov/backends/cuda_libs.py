@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bind_blas", "bind_solver", "blas", "capture_handle", "check", "cublas_handle",
-           "cusolver_handle", "own_handle", "solver"]
+__all__ = ["GEMM_CHUNK", "bind_blas", "bind_solver", "blas", "capture_handle", "check",
+           "cublas_handle", "cusolver_handle", "own_handle", "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -28,6 +28,9 @@ CUDA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.compl
              np.dtype(np.complex128): 5}
 _PREFIX = {np.dtype(np.float32): "S", np.dtype(np.float64): "D", np.dtype(np.complex64): "C",
            np.dtype(np.complex128): "Z"}
+
+#: Most members of one cuBLAS batched GEMM call.
+GEMM_CHUNK = 65535
 
 _vp, _i, _i64, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
 

@@ -84,23 +84,33 @@ def trmm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
         B2 <- B2 + alpha A21 B1           GEMM (B1 still holds its input)
         B1 <- alpha A11 B1                recursive
 
-    Upper A: ``B1 <- alpha A11 B1 + alpha A12 B2`` first, then ``B2``.
+    Upper A: ``B1 <- alpha A11 B1 + alpha A12 B2`` first, then ``B2``. The executor runs the
+    recursion (:meth:`~tricov.backends.base.Executor.run_trmm`): in this order, or its leaves
+    and products batched (the GPU, :mod:`tricov.backends.staged`).
     """
+    if b.rows <= nb.trmm or b.cols >= nb.trmm_rhs:
+        ex.trmm(lower, unit, alpha, a, b)
+        return
+    ex.run_trmm(b, lambda stage, panel: _trmm(stage, nb.trmm, lower, unit, alpha, a, panel))
+
+
+def _trmm(ex: Executor, leaf: int, lower: bool, unit: bool, alpha: complex, a: Mat,
+          b: Mat) -> None:
     m = b.rows
-    if m <= nb.trmm or b.cols >= nb.trmm_rhs:
+    if m <= leaf:
         ex.trmm(lower, unit, alpha, a, b)
         return
     k = split(m)
     a11, a21, a12, a22 = a.quad(k)
     b1, b2 = b.rowsplit(k)
     if lower:
-        trmm(ex, nb, lower, unit, alpha, a22, b2)
+        _trmm(ex, leaf, lower, unit, alpha, a22, b2)
         ex.gemm(alpha, a21, b1, 1.0, b2)
-        trmm(ex, nb, lower, unit, alpha, a11, b1)
+        _trmm(ex, leaf, lower, unit, alpha, a11, b1)
     else:
-        trmm(ex, nb, lower, unit, alpha, a11, b1)
+        _trmm(ex, leaf, lower, unit, alpha, a11, b1)
         ex.gemm(alpha, a12, b2, 1.0, b1)
-        trmm(ex, nb, lower, unit, alpha, a22, b2)
+        _trmm(ex, leaf, lower, unit, alpha, a22, b2)
 
 
 def herk(ex: Executor, nb: LeafSizes, alpha: float, a: Mat, beta: float, c: Mat) -> None:
