@@ -287,6 +287,9 @@ def test_repeated_calls_replay_with_current_data(cp, small_leaves, graphs):
             tc.trsm(A, B)
             x = cp.asnumpy(B)
             assert np.abs(a @ x - b).max() < 1e-10, trial
+            B[...] = cp.asarray(b)
+            tc.trmm(A, B)  # staged: B's copy is a workspace of the plan
+            assert np.abs(cp.asnumpy(B) - a @ b).max() < 1e-10, trial
             s = _spd(rng, n, np.float64)
             if trial == 3:
                 s[120, 120] = -5.0  # fails at a leaf after the graph was captured

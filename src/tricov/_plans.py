@@ -26,6 +26,10 @@ __all__ = ["cuda_graphs_enabled", "run", "set_cuda_graphs"]
 
 #: Plans kept per process (least recently used ones are dropped first).
 CAPACITY = 64
+#: Bytes of device workspace the kept plans may hold together (a plan keeps the workspaces of
+#: its recursion, up to a few copies of the largest block of its operands; least recently
+#: used plans are dropped first, the newest is always kept).
+WORKSPACE = 4 << 30
 
 _lock = threading.Lock()
 _plans: OrderedDict[tuple, Any] = OrderedDict()
@@ -46,10 +50,15 @@ def cuda_graphs_enabled() -> bool:
 
 
 class _Plan:
-    __slots__ = ("ex", "graph", "stream")
+    __slots__ = ("ex", "graph", "nbytes", "stream")
 
     def __init__(self, graph: Any, ex: Executor, stream: Any) -> None:
         self.graph, self.ex, self.stream = graph, ex, stream
+        self.nbytes = sum(getattr(kept, "nbytes", 0) for kept in getattr(ex, "_keep", ()))
+
+
+def _nbytes(entry: Any) -> int:
+    return entry.nbytes if isinstance(entry, _Plan) else 0
 
 
 def run(ex: Executor, fn: Callable[..., Any], *args: Any) -> Executor:
@@ -86,8 +95,9 @@ def _remember(key: tuple, value: Any) -> None:
     with _lock:
         _plans[key] = value
         _plans.move_to_end(key)
-        while len(_plans) > CAPACITY:
-            _plans.popitem(last=False)
+        held = sum(_nbytes(entry) for entry in _plans.values())
+        while len(_plans) > 1 and (len(_plans) > CAPACITY or held > WORKSPACE):
+            held -= _nbytes(_plans.popitem(last=False)[1])
 
 
 def _capture(ex: Executor, fn: Callable[..., Any], args: tuple) -> _Plan:

@@ -104,6 +104,7 @@ class CUDAExecutor(Executor):
         self._statuses: list[tuple[Any, int]] = []
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
         self._inverses: _Inverses | None = None
+        self._stage: Any = None  # B's copy for staged TRMMs
         self._ctype = nvrtc.CTYPE[self.dtype]
         self._sb = block_order(self.dtype.itemsize)
 
@@ -220,9 +221,11 @@ class CUDAExecutor(Executor):
     def copy_block(self, view: Mat) -> Mat:
         """A copy of the memory block of ``view`` (same logical view, leading dimension its
         rows), on the stream."""
-        size = view.itemsize
-        work = self.xp.empty(max(1, view.mrows * view.mcols), dtype=self.dtype)
-        self._keep.append(work)
+        size, need = view.itemsize, view.mrows * view.mcols
+        if self._stage is None or self._stage.size < need:  # one buffer serves every copy:
+            self._stage = self.xp.empty(max(1, need), dtype=self.dtype)  # the stream orders
+            self._keep.append(self._stage)  # its uses
+        work = self._stage
         self.xp.cuda.runtime.memcpy2DAsync(
             work.data.ptr, view.mrows * size, view.ptr, view.ld * size, view.mrows * size,
             view.mcols, self.xp.cuda.runtime.memcpyDeviceToDevice, self._stream)
