@@ -44,7 +44,7 @@ CANDIDATES: dict[str, list[dict[str, int]]] = {
     "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}],
     "potrf": [{"potrf_whole": 1, "potrf": nb} for nb in (128, 1024, 2048, 4096, 8192, 16384)]
     + [{"potrf": 1 << 20}],
-    "potri": [{"trtri": 128, "lauum": 128}, {"trtri": 512, "lauum": 512}],
+    "potri": [{"trtri": n, "lauum": n} for n in (128, 256, 512, 1024)],
 }
 
 

@@ -162,9 +162,13 @@ def test_syrk(cp, small_leaves, dt, uplo, trans):
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("order", "CF")
-def test_cholesky_family(cp, small_leaves, dt, uplo, order):
+@pytest.mark.parametrize("leaves", ["small", "default"])
+def test_cholesky_family(cp, request, dt, uplo, order, leaves):
+    """Leaves of 48 (deep recursions), or the defaults on an order that recurses past them."""
+    if leaves == "small":
+        request.getfixturevalue("small_leaves")
     rng = np.random.default_rng(5)
-    n = 203
+    n = 203 if leaves == "small" else 600
     s = _spd(rng, n, dt)
     tri = np.tril if uplo == "L" else np.triu
     wide = s.astype(np.complex128)

@@ -56,8 +56,9 @@ class LeafSizes:
 # 1024 (256) right-hand sides, where the recursion only adds small-GEMM overhead.
 # GPU (float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100, benchmarks/README.md):
 # TRSM/TRMM leaves of 128 rows, best of 128/256/512 for square 4096..16384, 16384 x 64..256 and
-# inside POTRI; TRTRI and LAUUM leaves are tricov's shared-memory kernels, whose largest block
-# (kernels.block_order: 128, 64 for complex128) is the leaf size. POTRF leaves of 4096 go to
+# inside POTRI; TRTRI and LAUUM leaves of complex dtypes are tricov's shared-memory kernels, whose
+# largest block (kernels.block_order: 128, 64 for complex128) is the leaf size (real dtypes:
+# _GPU_INVERSE). POTRF leaves of 4096 go to
 # cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
 # best or within 2% of best of the leaves 128 ... 16384 and the whole matrix at n = 4096 ...
 # 32768; 1024, the earlier default, was 10-40% slower below 16384), but matrices of at most
@@ -65,12 +66,18 @@ class LeafSizes:
 # 0.99x cuSOLVER's own call at n = 6000 / 10000 against 0.88 / 0.89x with leaves of 4096, which
 # win from 20000 up: 1.00-1.07x at 20000 ... 40000). SYRK 512.
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
+# POTRI (TRTRI, LAUUM) of real dtypes on the GPU: leaves of 256 (cuSOLVER's TRTRI, LAUUM as a
+# cuBLAS TRMM) beat the shared-memory kernels' 128 once TRMMs run staged (backends/staged.py):
+# at n = 1024 ... 16384 on one H100 (benchmarks/gpu_potri_leaves_h100.txt), 256 was the fastest
+# of 128, 256, 512 and 128/256 for both float32 and float64, 3-20% ahead of 128.
+_GPU_INVERSE = {"float32": 256, "float64": 256}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=4096, trtri=block,
-                            lauum=block, potrf_whole=16384)
+    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=4096,
+                            trtri=_GPU_INVERSE.get(name, block),
+                            lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
