@@ -154,6 +154,13 @@ class Executor:
             moved_b = b._replace(ptr=b.ptr + i * steps[1])
             self.raw_trmm(*self._trxm(lower, unit, alpha, moved_a, moved_b))
 
+    def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
+                  count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """``dst <- alpha A src`` where ``dst`` still holds what ``src`` holds (the leaves of a
+        staged TRMM, ``src`` a copy of B): on ``count`` triples of blocks ``steps`` bytes
+        apart. Here in place on ``dst`` (:meth:`trmm`)."""
+        self.trmm(lower, unit, alpha, a, dst, count, (steps[0], steps[2]))
+
     def run_trmm(self, b: Mat, body: Callable[[Executor, Mat], None]) -> None:
         """Run the recursion of a TRMM on ``b``: ``body(executor, b)`` issues its leaves
         (:meth:`trmm`) and products (:meth:`gemm`).

@@ -9,8 +9,9 @@ though. Every product ``B2 += alpha A21 B1`` reads a block of B that nothing has
 first to write its rows (the products that add to them run after the recursion below them). So
 with a copy ``W`` of B's input:
 
-1. every leaf runs first, in place on B: same-sized leaves, whose blocks lie at equal strides
-   along the diagonal, in one batched call;
+1. every leaf runs first, ``B_d <- alpha A_dd W_d``: same-sized leaves, whose blocks lie at
+   equal strides along the diagonal, in one batched call (on the GPU one strided-batched GEMM
+   on zero-padded copies of the triangles);
 2. then every product, reading ``W`` instead of B: products of one shape whose blocks lie at
    equal strides (the nodes of one level of the tree) in one strided-batched GEMM. Their
    blocks of B are disjoint (distinct nodes of one size are disjoint), and all of them add.
@@ -37,8 +38,8 @@ class Stager(Protocol):
     def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat, count: int = 1,
              steps: tuple[int, int, int] = (0, 0, 0)) -> None: ...
 
-    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat, count: int = 1,
-             steps: tuple[int, int] = (0, 0)) -> None: ...
+    def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
+                  count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None: ...
 
     def copy_block(self, view: Mat) -> Mat:
         """A copy of the memory block of ``view``, as the same logical view of new memory
@@ -120,13 +121,15 @@ class StagedTrmm:
     def run(self) -> None:
         """Run what was recorded: the copy of B, the leaves, then the products."""
         ex = self.ex
-        work = ex.copy_block(self.b) if self.products else self.b
+        work = ex.copy_block(self.b)
         products = [(alpha, a, self._from(work, b), beta, c)
                     for alpha, a, b, beta, c in self.products]
-        for group, (sa, sb) in runs(self.leaves, lambda t: t[:3] + _shape(t[3]) + _shape(t[4]),
-                                    lambda t: (t[3].ptr, t[4].ptr)):
-            lower, unit, alpha, a, b = group[0]
-            ex.trmm(lower, unit, alpha, a, b, len(group), (sa, sb))
+        leaves = [(lower, unit, alpha, a, self._from(work, b), b)
+                  for lower, unit, alpha, a, b in self.leaves]
+        for group, steps in runs(leaves, lambda t: t[:3] + _shape(t[3]) + _shape(t[5]),
+                                 lambda t: (t[3].ptr, t[4].ptr, t[5].ptr)):
+            lower, unit, alpha, a, src, dst = group[0]
+            ex.trmm_from(lower, unit, alpha, a, src, dst, len(group), steps)
         for group, steps in runs(
                 products, lambda t: (t[0], t[3]) + _shape(t[1]) + _shape(t[2]) + _shape(t[4]),
                 lambda t: (t[1].ptr, t[2].ptr, t[4].ptr)):

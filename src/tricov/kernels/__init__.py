@@ -182,7 +182,8 @@ def instantiations(source: str) -> dict[str, list[str]]:
             for lower in ("false", "true"):
                 for zero in ("false", "true"):
                     decls.append(f"__global__ void tricov::tri_copy<{t}, {lower}, {zero}>(int, "
-                                 f"const {t}*, long long, {t}*, long long)")
+                                 f"const {t}*, long long, {t}*, long long, long long, "
+                                 "long long, int)")
                 decls.append(f"__global__ void tricov::tri_update<{t}, {lower}>(int, {t}, "
                              f"const {t}*, long long, {t}, {t}*, long long, int)")
             decls.append(f"__global__ void tricov::diag_nan<{t}>(int, const {t}*, long long, "

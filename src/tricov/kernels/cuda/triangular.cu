@@ -4,15 +4,20 @@
 
 namespace tricov {
 
-// D's LOWER (else upper) triangle, diagonal included, gets S's; with ZERO the rest of D is
-// zeroed, without it left alone. Both n x n column-major.
+// D's LOWER (else upper) triangle, diagonal included, gets S's (ones on the diagonal if unit);
+// with ZERO the rest of D is zeroed, without it left alone. Both n x n column-major; blocks along
+// z take further pairs (S, D), each sstep and dstep elements after the one before.
 template <typename T, bool LOWER, bool ZERO>
-__global__ void tri_copy(int n, const T* __restrict__ S, long long lds, T* D, long long ldd)
+__global__ void tri_copy(int n, const T* __restrict__ S, long long lds, T* D, long long ldd,
+                         long long sstep, long long dstep, int unit)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= n || j >= n) return;
-    if (LOWER ? i >= j : i <= j) D[i + j * ldd] = S[i + j * lds];
+    S += blockIdx.z * sstep;
+    D += blockIdx.z * dstep;
+    if (i == j && unit) D[i + j * ldd] = T(1);
+    else if (LOWER ? i >= j : i <= j) D[i + j * ldd] = S[i + j * lds];
     else if (ZERO) D[i + j * ldd] = T(0);
 }
 
