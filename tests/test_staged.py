@@ -37,18 +37,18 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
         return Mat(work.ctypes.data, view.mrows, view.mcols, max(1, view.mrows), view.op,
                    view.itemsize)
 
-    plain_gemm, plain_trmm = CPUExecutor.gemm, CPUExecutor.trmm
+    plain_gemm, plain_leaves = CPUExecutor.gemm, CPUExecutor.trmm_from
 
     def gemm(self, alpha, a, b, beta, c, count=1, steps=(0, 0, 0)):
         state["calls"].append(("gemm", count))
         plain_gemm(self, alpha, a, b, beta, c, count, steps)
 
-    def trmm(self, lower, unit, alpha, a, b, count=1, steps=(0, 0)):
+    def trmm_from(self, lower, unit, alpha, a, src, dst, count=1, steps=(0, 0, 0)):
         state["calls"].append(("trmm", count))
-        plain_trmm(self, lower, unit, alpha, a, b, count, steps)
+        plain_leaves(self, lower, unit, alpha, a, src, dst, count, steps)
 
     for name, fn in (("run_trmm", run_trmm), ("copy_block", copy_block), ("gemm", gemm),
-                     ("trmm", trmm)):
+                     ("trmm_from", trmm_from)):
         monkeypatch.setattr(CPUExecutor, name, fn, raising=False)
     return state
 

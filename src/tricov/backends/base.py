@@ -140,26 +140,19 @@ class Executor:
         if b.rows and b.cols:
             self.raw_trsm(*self._trxm(lower, unit, alpha, a, b))
 
-    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat, count: int = 1,
-             steps: tuple[int, int] = (0, 0)) -> None:
-        """``B = alpha A B`` in place; A is a logical lower or upper triangle.
-
-        With ``count > 1``, the same product on ``count`` pairs of blocks, the ``i``-th
-        ``i * steps`` bytes after ``a`` and ``b`` (here one call after the other).
-        """
-        if not (b.rows and b.cols):
-            return
-        for i in range(count):
-            moved_a = a._replace(ptr=a.ptr + i * steps[0])
-            moved_b = b._replace(ptr=b.ptr + i * steps[1])
-            self.raw_trmm(*self._trxm(lower, unit, alpha, moved_a, moved_b))
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        """``B = alpha A B`` in place; A is a logical lower or upper triangle."""
+        if b.rows and b.cols:
+            self.raw_trmm(*self._trxm(lower, unit, alpha, a, b))
 
     def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
                   count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None:
         """``dst <- alpha A src`` where ``dst`` still holds what ``src`` holds (the leaves of a
-        staged TRMM, ``src`` a copy of B): on ``count`` triples of blocks ``steps`` bytes
-        apart. Here in place on ``dst`` (:meth:`trmm`)."""
-        self.trmm(lower, unit, alpha, a, dst, count, (steps[0], steps[2]))
+        staged TRMM, ``src`` a copy of B): on ``count`` triples of blocks, the ``i``-th
+        ``i * steps`` bytes after the first. Here one :meth:`trmm` in place on each ``dst``."""
+        for i in range(count):
+            self.trmm(lower, unit, alpha, a._replace(ptr=a.ptr + i * steps[0]),
+                      dst._replace(ptr=dst.ptr + i * steps[2]))
 
     def run_trmm(self, b: Mat, body: Callable[[Executor, Mat], None]) -> None:
         """Run the recursion of a TRMM on ``b``: ``body(executor, b)`` issues its leaves

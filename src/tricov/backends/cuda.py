@@ -39,8 +39,8 @@ __all__ = ["CUDAExecutor", "NARROW"]
 #: Right-hand sides at or below which triangular leaves use tricov's own kernel (all, by
 #: default).
 NARROW = 1 << 30
-#: Most blocks along y of one launch (CUDA's grid limit).
-_GRID_Y = 65535
+#: Most blocks along z of one launch (CUDA's grid limit).
+_GRID_Z = 65535
 
 
 def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.ndarray:
@@ -172,9 +172,8 @@ class CUDAExecutor(Executor):
         self._inverses = _Inverses(a, op, lower, unit, m, bs, blocks, flags)
 
     def _tri_leaf(self, solve: bool, lower: bool, unit: bool, alpha: complex, a: Mat,
-                  b: Mat, count: int = 1, steps: tuple[int, int] = (0, 0)) -> bool:
-        """Run ``tri_leaf`` on logical views if the shape suits it (on ``count`` pairs of
-        blocks ``steps`` bytes apart)."""
+                  b: Mat) -> bool:
+        """Run ``tri_leaf`` on logical views if the shape suits it."""
         n, ncols = b.rows, b.cols
         if ncols > self.narrow:
             return False
@@ -191,27 +190,19 @@ class CUDAExecutor(Executor):
         shape = leaf_shape(self.dtype.itemsize, wide)
         expr = (f"tricov::tri_leaf<{self._ctype}, {self._sb}, {shape.cpt}, {shape.kp}, "
                 f"{nvrtc.cbool(solve)}, {nvrtc.cbool(lower)}>")
-        kernel = nvrtc.function("leaves.cu", expr)
-        nvrtc.allow_shared(kernel, smem)
-        size = self.dtype.itemsize
-        for first in range(0, count, _GRID_Y):
-            kernel((-(-ncols // shape.cols), min(_GRID_Y, count - first)), (THREADS,), (
-                np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
-                np.uint64(a.ptr + first * steps[0]), np.int64(a.ld), np.int32(opa),
-                np.uint64(b.ptr + first * steps[1]), np.int64(b.ld), np.int32(self._op(b)),
-                np.int32(unit), np.uint64(inv), np.uint64(flags), np.int64(steps[0] // size),
-                np.int64(steps[1] // size)), shared_mem=smem)
+        self._launch(expr, -(-ncols // shape.cols), (
+            np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
+            np.uint64(a.ptr), np.int64(a.ld), np.int32(opa), np.uint64(b.ptr), np.int64(b.ld),
+            np.int32(self._op(b)), np.int32(unit), np.uint64(inv), np.uint64(flags)), smem)
         return True
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols and not self._tri_leaf(True, lower, unit, alpha, a, b):
             super().trsm(lower, unit, alpha, a, b)
 
-    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat, count: int = 1,
-             steps: tuple[int, int] = (0, 0)) -> None:
-        if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b, count,
-                                                    steps):
-            super().trmm(lower, unit, alpha, a, b, count, steps)
+    def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b):
+            super().trmm(lower, unit, alpha, a, b)
 
     def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
                   count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None:
@@ -387,8 +378,8 @@ class CUDAExecutor(Executor):
                 f"{nvrtc.cbool(zero)}>")
         kernel = nvrtc.function("triangular.cu", expr)
         size = self.dtype.itemsize
-        for first in range(0, count, _GRID_Y):
-            grid = (-(-n // 32), -(-n // 8), min(_GRID_Y, count - first))
+        for first in range(0, count, _GRID_Z):
+            grid = (-(-n // 32), -(-n // 8), min(_GRID_Z, count - first))
             kernel(grid, (32, 8), (np.int32(n), np.uint64(src + first * steps[0]),
                                    np.int64(lds), np.uint64(dst + first * steps[1]),
                                    np.int64(ldd), np.int64(steps[0] // size),

@@ -198,7 +198,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
                         decls.append(
                             f"__global__ void tricov::tri_leaf<{t}, {sb}, {cpt}, {kp}, {solve}, "
                             f"{lower}>(int, int, int, {t}, const {t}*, long long, int, {t}*, "
-                            f"long long, int, int, const {t}*, const int*, long long, long long)")
+                            f"long long, int, int, const {t}*, const int*)")
             for inplace in ("false", "true"):
                 decls.append(f"__global__ void tricov::tri_inv<{t}, {sb}, {inplace}>(int, int, "
                              f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")

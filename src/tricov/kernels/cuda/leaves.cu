@@ -197,16 +197,13 @@ struct Band {
 // T = op_a(A) n x n, lower if LOWER. Each block of threads owns CB columns; T is swept in
 // sub-blocks of sb <= SBM rows. A solve uses D (the inverses of the diagonal sub-blocks, sb x sb
 // column-major each, zeros outside their triangle) for the sub-blocks whose flag in ok is set,
-// and substitution for the others (everywhere when ok is null). Blocks along y take further
-// pairs (T, B), each astep and bstep elements after the one before (a batch of leaves).
+// and substitution for the others (everywhere when ok is null).
 template <typename T, int SBM, int CPT, int KP, bool SOLVE, bool LOWER>
 __global__ void __launch_bounds__(THREADS, 1)
 tri_leaf(int n, int ncols, int sb, T alpha, const T* __restrict__ A, long long lda, int opa,
          T* B, long long ldb, int opb, int unit, const T* __restrict__ D,
-         const int* __restrict__ ok, long long astep, long long bstep)
+         const int* __restrict__ ok)
 {
-    A += blockIdx.y * astep;
-    B += blockIdx.y * bstep;
     using Bd = Band<T, SBM, CPT, KP, LOWER>;
     constexpr int TR = Bd::TR, TC = Bd::TC, CB = Bd::CB, MLD = Bd::MLD;
     T* smem = shared_as<T>();
