@@ -40,9 +40,10 @@ POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: (1 << 20); TRTRI and LAUUM leaves in shared
 #: memory (128) against cuSOLVER/cuBLAS ones.
 CANDIDATES: dict[str, list[dict[str, int]]] = {
-    "trsm": [{"trsm": 128}, {"trsm": 256}],
+    "trsm": [{"trsm": 128}, {"trsm": 256}, {"trsm": 512}],
     "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}],
-    "potrf": [{"potrf_whole": 1, "potrf": nb} for nb in (128, 1024, 2048, 4096, 8192, 16384)]
+    "potrf": [{"potrf_whole": 1, "potrf": nb}
+              for nb in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
     + [{"potrf": 1 << 20}],
     "potri": [{"trtri": n, "lauum": n} for n in (128, 256, 512, 1024)],
 }

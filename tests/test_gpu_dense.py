@@ -103,23 +103,48 @@ def test_trsm_trmm(cp, small_leaves, monkeypatch, dt, side, uplo, trans, diag, s
 
 
 @pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("leaf", [256, 512, 1024])
+def test_trsm_long_leaves_wide_b(cp, dt, leaf):
+    """Leaves of up to 1024 rows on wide B: solved as GEMMs with assembled inverses where the
+    substitution kernel could take the leaf if its inverse failed the test, else in place."""
+    rng = np.random.default_rng(leaf)
+    m, n = 2 * leaf + 37, 2100
+    a = _tri(rng, m, dt, True)
+    b = _rand(rng, (m, n), dt)
+    A, B = cp.asarray(a, order="F"), cp.asarray(b, order="F")
+    tc.set_leaf_size("gpu", "trsm", dt, leaf)
+    try:
+        tc.trsm(A, B)
+    finally:
+        tc.set_leaf_size("gpu", "trsm", dt, None)
+    x, t = cp.asnumpy(B).astype(np.complex128), a.astype(np.complex128)
+    norm = np.linalg.norm
+    err = norm(t @ x - b, np.inf) / (norm(t, np.inf) * norm(x, np.inf) + norm(b, np.inf))
+    assert err < 30 * m * _eps(dt), err
+
+
+@pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("side,uplo,trans", [("L", "L", "N"), ("L", "U", "C"), ("R", "L", "T"),
                                              ("R", "U", "N")])
 @pytest.mark.parametrize("budget", [1, 7, 1 << 30])
-def test_trmm_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, trans,
-                                      budget):
-    """The staged TRMM (leaves, then products level by level from a copy of B) on sub-matrix
-    views whose leading dimension exceeds their rows, in panels of ``budget`` columns of B."""
+@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+def test_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, trans, budget,
+                                 kind):
+    """The staged TRMM (leaves, then products level by level from a copy of B) and the TRSM
+    solved into a workspace (leaves GEMMs with inverted diagonal blocks) on sub-matrix views
+    whose leading dimension exceeds their rows, in panels of ``budget`` columns of B."""
     from tricov.backends import cuda
 
     rng = np.random.default_rng(11)
-    m, n = (301, 19) if side == "L" else (19, 301)
+    # 292 = 256 + 36 rows: leaves of 32 and a last one of 36 (leaves of 48 at most), which
+    # spans two inverted blocks and solves in place
+    m, n = (292, 19) if side == "L" else (19, 292)
     k = m if side == "L" else n
     monkeypatch.setattr(cuda.CUDAExecutor, "stage_bytes", budget * k * np.dtype(dt).itemsize)
     a = _tri(rng, k, dt, uplo == "L")
     b = _rand(rng, (m, n), dt)
     t = _op(a.astype(np.complex128), trans)
-    want = 0.5 * (t @ b if side == "L" else b @ t)
+    norm = np.linalg.norm
     for order in "CF":
         big_a = _dev(cp, _rand(rng, (k + 5, k + 3), dt), order)
         big_b = _dev(cp, _rand(rng, (m + 4, n + 6), dt), order)
@@ -127,10 +152,15 @@ def test_trmm_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, u
         A[...] = cp.asarray(a)
         B[...] = cp.asarray(b)
         frame = cp.asnumpy(big_b).copy()
-        tc.trmm(A, B, side=side, uplo=uplo, trans=trans, alpha=0.5)
+        getattr(tc, kind)(A, B, side=side, uplo=uplo, trans=trans, alpha=0.5)
         got = cp.asnumpy(big_b)
-        err = np.linalg.norm(got[3:m + 3, 2:n + 2] - want, np.inf) / (
-            0.5 * np.linalg.norm(t, np.inf) * np.linalg.norm(b, np.inf))
+        x = got[3:m + 3, 2:n + 2].astype(np.complex128)
+        if kind == "trmm":
+            err = norm(x - 0.5 * (t @ b if side == "L" else b @ t), np.inf) / (
+                0.5 * norm(t, np.inf) * norm(b, np.inf))
+        else:
+            err = norm((t @ x if side == "L" else x @ t) - 0.5 * b, np.inf) / (
+                norm(t, np.inf) * norm(x, np.inf) + 0.5 * norm(b, np.inf))
         assert err < 30 * k * _eps(dt), (order, err)
         got[3:m + 3, 2:n + 2] = frame[3:m + 3, 2:n + 2]
         np.testing.assert_array_equal(got, frame)

@@ -132,6 +132,46 @@ def test_inverted_blocks_flagged_by_condition(cp, cuda, dt):
         assert flags.tolist() == expected
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("lower,trans", [(True, "N"), (False, "N"), (True, "T"), (False, "C")])
+@pytest.mark.parametrize("order", "FC")
+def test_assembled_leaf_inverses(cp, cuda, dt, lower, trans, order):
+    """Leaves of 256 rows get inverses assembled from those of the kernel's blocks, for the
+    whole leaves only: the inverse of the diagonal block of op(T) where it passes the
+    condition test, else the identity with its flag cleared. Leaf 0 is ill-conditioned only
+    through the coupling of its well-conditioned halves, leaf 1 through an ill-conditioned
+    half, leaf 2 is well conditioned; 100 rows remain."""
+    from tricov import _options as opt
+    from tricov._views import view_of
+
+    rng = make_rng("assembled", np.dtype(dt).name, lower, trans, order)
+    leaf, m = 256, 3 * 256 + 100
+    logical = random_triangular(rng, m, dt, uplo="L" if lower else "U")
+    coupling = (slice(128, 256), slice(0, 128)) if lower else (slice(0, 128), slice(128, 256))
+    logical[coupling] *= 1e5
+    half = _ill_block(rng, 128, dt, 1e9)
+    logical[256:384, 256:384] = half if lower else half.T
+    stored = {"N": logical, "T": logical.T, "C": logical.conj().T}[trans]
+    op = opt.parse_trans(trans, complex_=np.dtype(dt).kind == "c")
+    A = cp.asarray(np.asarray(stored, order=order))
+    B = cp.zeros((m, 5), dtype=dt, order="F")
+    ex = cuda.CUDAExecutor(dt)
+    ex.prepare_trsm(lower, False, view_of(A).apply(op), view_of(B), leaf)
+    inv = ex._inverses
+    assert (inv.leaf, inv.complete) == (leaf, 3)
+    assert cp.asnumpy(inv.leaf_flags).tolist() == [0, 0, 1]
+    got = cp.asnumpy(inv.leaves).reshape(3, leaf, leaf).transpose(0, 2, 1)
+    eye = np.eye(leaf)
+    np.testing.assert_array_equal(got[0], eye)
+    np.testing.assert_array_equal(got[1], eye)
+    block = (np.tril if lower else np.triu)(logical[512:768, 512:768]).astype(reference_dtype(dt))
+    err = np.linalg.norm(got[2] @ block - eye, np.inf) / (
+        np.linalg.norm(got[2], np.inf) * np.linalg.norm(block, np.inf))
+    assert err < tolerance(dt, leaf), err
+    outside = np.triu(got[2], 1) if lower else np.tril(got[2], -1)
+    assert not outside.any()
+
+
 # ------------------------------------------------------- ill-conditioned triangles (accuracy)
 def _skeel(t: np.ndarray) -> float:
     """|| |T^-1| |T| ||_inf of a lower triangle, in float64/complex128."""

@@ -1,4 +1,4 @@
-"""The leaves of the TRSM recursion: what ``Executor.prepare_trsm`` announces is what runs."""
+"""The leaves of the TRSM recursion: what ``Executor.run_trsm`` is told is what runs."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ class _Recorder(Executor):
         self.block: int | None = None
         self.leaves: list[tuple[int, int]] = []
 
-    def prepare_trsm(self, lower, unit, a, b, block):
+    def run_trsm(self, lower, unit, a, b, block, body):
         self.block = block
+        body(self, b)
 
     def trsm(self, lower, unit, alpha, a, b):
         first = (b.ptr - BASE_B) // ITEM

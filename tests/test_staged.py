@@ -1,10 +1,11 @@
-"""The staged TRMM schedule (tricov.backends.staged), checked on the CPU.
+"""The staged TRMM and out-of-place TRSM schedules (tricov.backends.staged), on the CPU.
 
 The GPU runs every recursive TRMM staged: leaves batched, then products batched level by
-level, reading a copy of B. Here the CPU executor is made to run the same schedule (its
-batched calls fall back to one BLAS call per member), so every variant, dtype, layout and odd
-size of the schedule is checked against the references without a GPU, and the number of
-batched calls it makes is checked against the levels of the recursion.
+level, reading a copy of B; and its TRSMs solve into a workspace, products reading the solved
+rows from there. Here the CPU executor is made to run the same schedules (its batched calls
+fall back to one BLAS call per member, its leaves solve in place and copy), so every variant,
+dtype, layout and odd size of the schedules is checked against the references without a GPU,
+and the calls they make are counted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 import tricov as tc
 from reference import DTYPES, LAYOUTS, forced_leaf_size, make_rng, random_general, random_triangular
+from test_dense_cholesky import check_posv, check_potrf, check_potri, check_potrs, check_trtri
 from test_dense_trxm import VARIANTS, _alpha, check_trxm
 from tricov._views import Mat
 from tricov.backends import staged
@@ -24,18 +26,35 @@ from tricov.backends.cpu import CPUExecutor
 
 @pytest.fixture
 def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """The CPU executor runs TRMM staged, with a copy budget of ``state['budget']`` bytes, and
-    counts its batched calls in ``state['calls']`` (kind, members)."""
+    """The CPU executor runs TRMM staged and TRSM out of place, with a workspace budget of
+    ``state['budget']`` bytes, and counts its batched calls and TRSM leaves in
+    ``state['calls']`` (kind, members)."""
     state: dict = {"budget": 1 << 30, "calls": [], "keep": []}
 
     def run_trmm(self, b, body):
         staged.run(self, b, body, state["budget"])
 
-    def copy_block(self, view):
-        work = np.array(self._memory(view.ptr, view.mrows, view.mcols, view.ld), order="F")
+    def run_trsm(self, lower, unit, a, b, block, body):
+        staged.solve(self, b, body, state["budget"])
+
+    def stage_block(self, view, copy):
+        work = np.full((max(1, view.mrows), view.mcols), np.nan, dtype=self.dtype, order="F")
+        if copy:
+            work[:view.mrows] = self._memory(view.ptr, view.mrows, view.mcols, view.ld)
         state["keep"].append(work)
         return Mat(work.ctypes.data, view.mrows, view.mcols, max(1, view.mrows), view.op,
                    view.itemsize)
+
+    def copy_into(self, src, dst):
+        if src.mrows and src.mcols:
+            self._memory(dst.ptr, dst.mrows, dst.mcols, dst.ld)[...] = self._memory(
+                src.ptr, src.mrows, src.mcols, src.ld)
+
+    plain_into = CPUExecutor.trsm_into
+
+    def trsm_into(self, lower, unit, alpha, a, src, dst):
+        state["calls"].append(("trsm", 1))
+        plain_into(self, lower, unit, alpha, a, src, dst)
 
     plain_gemm, plain_leaves = CPUExecutor.gemm, CPUExecutor.trmm_from
 
@@ -47,34 +66,39 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
         state["calls"].append(("trmm", count))
         plain_leaves(self, lower, unit, alpha, a, src, dst, count, steps)
 
-    for name, fn in (("run_trmm", run_trmm), ("copy_block", copy_block), ("gemm", gemm),
-                     ("trmm_from", trmm_from)):
+    for name, fn in (("run_trmm", run_trmm), ("run_trsm", run_trsm),
+                     ("stage_block", stage_block), ("copy_into", copy_into), ("gemm", gemm),
+                     ("trmm_from", trmm_from), ("trsm_into", trsm_into)):
         monkeypatch.setattr(CPUExecutor, name, fn, raising=False)
     return state
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("variant", VARIANTS, ids="".join)
-def test_every_variant(staging: dict, dtype: np.dtype, variant: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("name", ["trmm", "trsm"])
+def test_every_variant(staging: dict, name: str, dtype: np.dtype,
+                       variant: tuple[str, ...]) -> None:
     """Every variant x dtype x layouts, non-power-of-two sizes, several levels."""
     for leaf, (la, lb) in product((1, 3), product(LAYOUTS, LAYOUTS)):
         m, n = (29, 6) if variant[0] == "L" else (6, 29)
         with forced_leaf_size(dtype, leaf):
-            check_trxm("trmm", dtype, variant, m, n, la, lb, _alpha(dtype), (leaf, la, lb))
+            check_trxm(name, dtype, variant, m, n, la, lb, _alpha(dtype), (leaf, la, lb))
 
 
 @pytest.mark.parametrize("budget_columns", [1, 2, 5])
 @pytest.mark.parametrize("side", "LR")
-def test_panels(staging: dict, side: str, budget_columns: int) -> None:
-    """B wider than the copy budget goes in panels of columns (the last one narrower)."""
+@pytest.mark.parametrize("name", ["trmm", "trsm"])
+def test_panels(staging: dict, name: str, side: str, budget_columns: int) -> None:
+    """B wider than the workspace budget goes in panels of columns (the last one narrower)."""
     dtype = np.dtype(np.float64)
     m, n = (40, 11) if side == "L" else (11, 40)
     staging["budget"] = budget_columns * 40 * dtype.itemsize
     with forced_leaf_size(dtype, 4):
         for la, lb in (("F", "C-sub"), ("C", "F-sub")):
-            check_trxm("trmm", dtype, (side, "U", "T", "N"), m, n, la, lb, -0.5, (la, lb))
-    copies = -(-11 // budget_columns) * 2  # panels per call, two calls
-    assert sum(1 for kind, _ in staging["calls"] if kind == "trmm") == copies
+            check_trxm(name, dtype, (side, "U", "T", "N"), m, n, la, lb, -0.5, (la, lb))
+    panels = -(-11 // budget_columns) * 2  # panels per call, two calls
+    leaves = 1 if name == "trmm" else 10  # batched leaf calls per panel
+    assert sum(1 for kind, _ in staging["calls"] if kind == name) == panels * leaves
 
 
 @pytest.mark.parametrize("uplo", "LU")
@@ -91,3 +115,34 @@ def test_one_call_per_level(staging: dict, uplo: str) -> None:
     assert sorted(staging["calls"][1:]) == [("gemm", 2**k) for k in range(4)]
     want = (np.tril(a) if uplo == "L" else np.triu(a)) @ b
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("uplo", "LU")
+def test_cholesky_family(staging: dict, dtype: np.dtype, uplo: str) -> None:
+    """POTRF, POTRS, POSV, TRTRI and POTRI, whose recursions run TRSMs and TRMMs: through the
+    schedules, on both layouts, several levels deep."""
+    for layout, other in (("F", "C-sub"), ("C", "F-sub")):
+        seed = (uplo, layout)
+        with forced_leaf_size(dtype, 3):
+            check_potrf(dtype, uplo, 23, layout, seed)
+            check_potrs(dtype, uplo, 23, 5, layout, other, seed)
+            check_posv(dtype, uplo, 23, 4, layout, other, seed)
+            check_trtri(dtype, uplo, 23, layout, seed)
+            check_potri(dtype, uplo, 23, layout, seed)
+    assert {kind for kind, _ in staging["calls"]} == {"trsm", "trmm", "gemm"}
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_solve_reads_only_solved_rows(staging: dict, lower: bool) -> None:
+    """The workspace starts as NaN: a product that read a block of it before its leaf wrote
+    it would spread NaN into B. The solution is that of the in-place recursion."""
+    dtype = np.dtype(np.float64)
+    rng = make_rng("staged-solve", lower)
+    a = random_triangular(rng, 50, dtype, uplo="L" if lower else "U")
+    b = random_general(rng, (50, 3), dtype)
+    with forced_leaf_size(dtype, 4):
+        got = tc.trsm(a, b.copy(), uplo="L" if lower else "U")
+    assert [kind for kind, _ in staging["calls"]].count("trsm") == 13  # 32 + 16 + 2 rows
+    want = np.linalg.solve(np.tril(a) if lower else np.triu(a), b)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

@@ -55,8 +55,13 @@ class LeafSizes:
 # and TRMM/SYRK 512; TRSM/TRMM standalone 128-256. Native TRSM (TRMM) is already GEMM-bound from
 # 1024 (256) right-hand sides, where the recursion only adds small-GEMM overhead.
 # GPU (float64 sweeps of benchmarks/gpu_dense.py --sweep on one H100, benchmarks/README.md):
-# TRSM/TRMM leaves of 128 rows, best of 128/256/512 for square 4096..16384, 16384 x 64..256 and
-# inside POTRI; TRTRI and LAUUM leaves of complex dtypes are tricov's shared-memory kernels, whose
+# TRMM leaves of 128 rows, best of 128/256/512 for square 4096..16384, 16384 x 64..256 and
+# inside POTRI. TRSM leaves are GEMMs with inverted diagonal blocks (backends/cuda.py): leaves
+# of 256 (float64) and 512 (float32) were the fastest of 128/256/512 for 16384 x 64..256
+# (float64 4.2 / 3.8 / 3.1x cuBLAS at 256 against 3.4 / 3.2 / 2.7x at 128; float32 3.1 / 2.7 /
+# 2.2x at 512 against 2.8 / 2.5 / 1.7x at 256) and within 2% of the best for square 4096 ...
+# 16384 (benchmarks/gpu_trsm_leaves_h100.txt). TRTRI and LAUUM leaves of complex dtypes are
+# tricov's shared-memory kernels, whose
 # largest block (kernels.block_order: 128, 64 for complex128) is the leaf size (real dtypes:
 # _GPU_INVERSE). POTRF leaves of 4096 go to
 # cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
@@ -71,11 +76,12 @@ _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64
 # at n = 1024 ... 16384 on one H100 (benchmarks/gpu_potri_leaves_h100.txt), 256 was the fastest
 # of 128, 256, 512 and 128/256 for both float32 and float64, 3-20% ahead of 128.
 _GPU_INVERSE = {"float32": 256, "float64": 256}
+_GPU_TRSM = {"float32": 512}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=128, trmm=128, syrk=512, potrf=4096,
+    "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512, potrf=4096,
                             trtri=_GPU_INVERSE.get(name, block),
                             lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384)
             for name, block in _GPU_BLOCK.items()},

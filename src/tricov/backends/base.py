@@ -126,14 +126,18 @@ class Executor:
         return (side, uplo, self._letter(a), b"U" if unit else b"N", b.mrows, b.mcols, alpha,
                 a.ptr, a.ld, b.ptr, b.ld)
 
-    def prepare_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int) -> None:
-        """A recursive TRSM with triangle ``a`` and right-hand sides ``b`` is about to run.
+    def run_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int,
+                 body: Callable[[Executor, Mat], None]) -> None:
+        """Run the recursion of a TRSM with triangle ``a`` on ``b``: ``body(executor, b)``
+        issues its leaves (:meth:`trsm`) and products (:meth:`gemm`).
 
-        Its leaves will solve with the diagonal blocks of ``a`` of ``block`` rows starting at
+        The leaves solve with the diagonal blocks of ``a`` of ``block`` rows starting at
         multiples of ``block``, but the last, which has the remaining rows
-        (:func:`tricov.recursive.leaf_rows`): an executor may prepare what its leaves need (the
-        GPU inverts diagonal blocks). Nothing by default.
+        (:func:`tricov.recursive.leaf_rows`). Here the recursion runs in place. An executor may
+        prepare what its leaves need and run them out of place (the GPU inverts the diagonal
+        blocks and solves into a workspace, see :mod:`tricov.backends.staged`).
         """
+        body(self, b)
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         """Solve ``A X = alpha B`` in place of B; A is a logical lower or upper triangle."""
@@ -153,6 +157,23 @@ class Executor:
         for i in range(count):
             self.trmm(lower, unit, alpha, a._replace(ptr=a.ptr + i * steps[0]),
                       dst._replace(ptr=dst.ptr + i * steps[2]))
+
+    def trsm_into(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat,
+                  dst: Mat) -> None:
+        """``dst <- alpha A^-1 src``, ``src`` left undefined (the leaves of an out-of-place
+        TRSM). Here a solve in place on ``src`` and a copy."""
+        self.trsm(lower, unit, alpha, a, src)
+        self.copy_into(src, dst)
+
+    def stage_block(self, view: Mat, copy: bool) -> Mat:
+        """The memory block of ``view`` in a workspace (a copy if ``copy``), as the same
+        logical view with its rows as leading dimension, alive until the work queued so far
+        is done (executors that stage TRMMs and TRSMs)."""
+        raise NotImplementedError
+
+    def copy_into(self, src: Mat, dst: Mat) -> None:
+        """Copy the memory block of ``src`` over that of ``dst`` (same shape and layout)."""
+        raise NotImplementedError
 
     def run_trmm(self, b: Mat, body: Callable[[Executor, Mat], None]) -> None:
         """Run the recursion of a TRMM on ``b``: ``body(executor, b)`` issues its leaves

@@ -12,8 +12,13 @@ on leaf-sized blocks:
   ``tri_leaf``, a band of columns of B per block of threads in shared memory. Before a
   recursive TRSM, :meth:`CUDAExecutor.prepare_trsm` inverts the diagonal blocks of the triangle
   in one launch (``tri_inv``) and flags the blocks whose Skeel condition number is at most
-  :attr:`CUDAExecutor.inverse_cond`; leaves multiply by those inverses and substitute with the
-  other blocks, so ill-conditioned triangles keep the backward error of substitution.
+  :attr:`CUDAExecutor.inverse_cond`. Where the leaves are those blocks, the solve runs into a
+  workspace (:func:`tricov.backends.staged.solve`) and each leaf is a GEMM with the inverse,
+  preceded by ``tri_leaf`` gated on the block's flag: it substitutes in place where the block
+  failed the test (its stored inverse is then the identity) and returns at once elsewhere, so
+  ill-conditioned triangles keep the backward error of substitution. Other leaves run
+  ``tri_leaf`` in place, multiplying by the inverses of the blocks that passed.
+* Staged TRMMs (:mod:`tricov.backends.staged`) run their leaves as one batched GEMM.
 * POTRF, TRTRI and LAUUM leaves up to :func:`tricov.kernels.block_order` (128, or 64 for
   complex128): one block of threads on the whole leaf in shared memory.
 
@@ -28,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _options as opt
 from .._views import Mat
 from ..kernels import THREADS, block_order, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
@@ -51,9 +57,15 @@ def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.
 
 
 class _Inverses:
-    """The inverted diagonal blocks of one TRSM's triangle (see ``prepare_trsm``)."""
+    """The inverted diagonal blocks of one TRSM's triangle (see ``prepare_trsm``).
 
-    __slots__ = ("block", "blocks", "flags", "key", "ptr", "rows", "step")
+    ``blocks`` and ``flags``: every diagonal block of ``block`` rows (the last one shorter),
+    tri_leaf's sub-blocks. ``leaves`` and ``leaf_flags``: the first ``complete`` diagonal
+    blocks of ``leaf`` rows, a multiple of ``block`` (the same arrays where they are equal).
+    """
+
+    __slots__ = ("block", "blocks", "complete", "flags", "key", "leaf", "leaf_flags", "leaves",
+                 "ptr", "rows", "step")
 
     def __init__(self, a: Mat, op: int, lower: bool, unit: bool, rows: int, block: int,
                  blocks: Any, flags: Any) -> None:
@@ -61,17 +73,36 @@ class _Inverses:
         self.key = (a.ld, op, lower, unit, a.itemsize)
         self.step = (a.ld + 1) * a.itemsize  # bytes from one diagonal element to the next
         self.blocks, self.flags = blocks, flags
+        self.leaf, self.leaves, self.leaf_flags = block, blocks, flags
+        self.complete = -(-rows // block)
 
-    def find(self, a: Mat, op: int, lower: bool, unit: bool, rows: int) -> tuple[int, int] | None:
-        """Addresses of the inverse and flag of the first block of the diagonal block ``a``."""
+    def _first(self, a: Mat, op: int, lower: bool, unit: bool, rows: int,
+               block: int) -> int | None:
+        """Index of the diagonal block of ``block`` rows where the block ``a`` starts."""
         if (a.ld, op, lower, unit, a.itemsize) != self.key:
             return None
         first, rem = divmod(a.ptr - self.ptr, self.step)
-        if rem or first < 0 or first % self.block or first + rows > self.rows:
+        if rem or first < 0 or first % block or first + rows > self.rows:
             return None
-        q = first // self.block
+        return first // block
+
+    def find(self, a: Mat, op: int, lower: bool, unit: bool, rows: int) -> tuple[int, int] | None:
+        """Addresses of the inverse and flag of the first block of the diagonal block ``a``."""
+        q = self._first(a, op, lower, unit, rows, self.block)
+        if q is None:
+            return None
         return (self.blocks.data.ptr + q * self.block * self.block * a.itemsize,
                 self.flags.data.ptr + 4 * q)
+
+    def find_leaf(self, a: Mat, op: int, lower: bool, unit: bool,
+                  rows: int) -> tuple[int, int] | None:
+        """Addresses of the inverse (leading dimension :attr:`leaf`) and flag of the diagonal
+        block ``a`` of at most :attr:`leaf` rows, if it has one."""
+        q = self._first(a, op, lower, unit, rows, self.leaf)
+        if q is None or rows > self.leaf or q >= self.complete:
+            return None
+        return (self.leaves.data.ptr + q * self.leaf * self.leaf * a.itemsize,
+                self.leaf_flags.data.ptr + 4 * q)
 
 
 class CUDAExecutor(Executor):
@@ -88,6 +119,9 @@ class CUDAExecutor(Executor):
     #: errors of inverse-based solves grow like ``1e-3 * cond * eps`` on adversarial right-hand
     #: sides: at 1024 they stay at the level of substitution (about one eps).
     inverse_cond = 1024.0
+    #: Largest TRSM leaf whose inverse is assembled from those of its diagonal blocks (the
+    #: leaf is then one GEMM); longer leaves substitute block by block in ``tri_leaf``.
+    inverse_leaf = 1024
     #: HERK leaves with ``k >= herk_by_gemm * n`` run as a GEMM plus a triangle update.
     herk_by_gemm = 1
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
@@ -110,8 +144,8 @@ class CUDAExecutor(Executor):
 
     @property
     def settings(self) -> tuple:
-        return (self.narrow, self.wide, self.inverse_cond, self.herk_by_gemm,
-                self.stage_bytes)
+        return (self.narrow, self.wide, self.inverse_cond, self.inverse_leaf,
+                self.herk_by_gemm, self.stage_bytes)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: Any, offset: int) -> bool:
@@ -169,11 +203,69 @@ class CUDAExecutor(Executor):
             np.int32(lower), np.int32(unit), np.uint64(blocks.data.ptr),
             np.uint64(flags.data.ptr), np.uint64(0), real(self.inverse_cond)),
             square_smem(self.dtype.itemsize))
-        self._inverses = _Inverses(a, op, lower, unit, m, bs, blocks, flags)
+        inv = self._inverses = _Inverses(a, op, lower, unit, m, bs, blocks, flags)
+        wide = b.cols >= self.wide
+        if (block == bs or block > self.inverse_leaf
+                or leaf_smem(block, self.dtype.itemsize, wide) > nvrtc.shared_max()):
+            return  # one block per leaf, or leaves tri_leaf could not substitute if need be
+        # Leaves of several blocks: their inverses from the blocks', doubling the order, for
+        # the leaves that are whole (the last leaf may be shorter), then tri_inv's test.
+        complete = m // block
+        leaves, leaf_flags, order = blocks, flags, bs
+        while order < block:
+            leaves, leaf_flags = self._double(a, lower, order, complete * block // order,
+                                              leaves, leaf_flags)
+            self._keep += [leaves, leaf_flags]
+            order *= 2
+        self._launch(f"tricov::tri_cond<{self._ctype}>", complete, (
+            np.int32(block), np.uint64(a.ptr), np.int64(a.ld), np.int32(op), np.int32(lower),
+            np.int32(unit), np.uint64(leaves.data.ptr), np.uint64(leaf_flags.data.ptr),
+            real(self.inverse_cond)), block * np.dtype(real).itemsize)
+        inv.leaf, inv.leaves, inv.leaf_flags, inv.complete = block, leaves, leaf_flags, complete
+
+    def _double(self, a: Mat, lower: bool, order: int, count: int, blocks: Any,
+                flags: Any) -> tuple[Any, Any]:
+        """Inverses of the first ``count / 2`` diagonal blocks of ``2 order`` rows of the
+        triangle ``a``, from those of its first ``count`` blocks of ``order`` rows (``blocks``,
+        ``flags``): ``[[X11, 0], [-X22 A21 X11, X22]]`` for a lower triangle,
+        ``[[X11, -X11 A12 X22], [0, X22]]`` for an upper one, in two strided-batched GEMMs.
+        The flags are those of both halves; the inverses are not yet tested."""
+        s, pairs, size = order, count // 2, self.dtype.itemsize
+        out = self.xp.empty((pairs, 2 * s, 2 * s), dtype=self.dtype)  # [p, column, row]
+        first = self.xp.asarray(blocks[:count * s * s]).reshape(count, s, s)
+        step = 2 * s * (a.ld + 1) * size  # from one pair's diagonal block to the next
+        steps_x, steps_w = 2 * s * s * size, 4 * s * s * size
+        # the product with the first inverse goes to the quadrant that ends up zero, stored
+        # conjugate-transposed where A's off-diagonal block is only conjugated (BLAS could
+        # not take it)
+        scratch_op = opt.C if self._op(a) == opt.R else opt.N
+        base = out.data.ptr
+        x11 = Mat(blocks.data.ptr, s, s, s, opt.N, size)
+        x22 = Mat(blocks.data.ptr + s * s * size, s, s, s, opt.N, size)
+        lower_left, upper_right = base + s * size, base + 2 * s * s * size
+        if lower:  # W = A21 X11 (upper right), then X21 = -X22 W
+            off, first_x, last_x = a.block(s, 2 * s, 0, s), x11, x22
+            work, target = upper_right, lower_left
+        else:  # W = A12 X22 (lower left), then X12 = -X11 W
+            off, first_x, last_x = a.block(0, s, s, 2 * s), x22, x11
+            work, target = lower_left, upper_right
+        w = Mat(work, s, s, 2 * s, scratch_op, size)
+        self.gemm(1.0, off, first_x, 0.0, w, pairs, (step, steps_x, steps_w))
+        self.gemm(-1.0, last_x, w, 0.0, Mat(target, s, s, 2 * s, opt.N, size), pairs,
+                  (steps_x, steps_w, steps_w))
+        if lower:
+            out[:, s:, :s] = 0
+        else:
+            out[:, :s, s:] = 0
+        out[:, :s, :s] = first[0::2]
+        out[:, s:, s:] = first[1::2]
+        both = flags[0:count:2] * flags[1:count:2]
+        return out.reshape(-1), both
 
     def _tri_leaf(self, solve: bool, lower: bool, unit: bool, alpha: complex, a: Mat,
-                  b: Mat) -> bool:
-        """Run ``tri_leaf`` on logical views if the shape suits it."""
+                  b: Mat, gate: int = 0) -> bool:
+        """Run ``tri_leaf`` on logical views if the shape suits it (doing nothing if ``gate``
+        is the address of a non-zero flag)."""
         n, ncols = b.rows, b.cols
         if ncols > self.narrow:
             return False
@@ -193,7 +285,8 @@ class CUDAExecutor(Executor):
         self._launch(expr, -(-ncols // shape.cols), (
             np.int32(n), np.int32(ncols), np.int32(sb), self.dtype.type(alpha),
             np.uint64(a.ptr), np.int64(a.ld), np.int32(opa), np.uint64(b.ptr), np.int64(b.ld),
-            np.int32(self._op(b)), np.int32(unit), np.uint64(inv), np.uint64(flags)), smem)
+            np.int32(self._op(b)), np.int32(unit), np.uint64(inv), np.uint64(flags),
+            np.uint64(gate)), smem)
         return True
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
@@ -203,6 +296,36 @@ class CUDAExecutor(Executor):
     def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols and not self._tri_leaf(False, lower, unit, alpha, a, b):
             super().trmm(lower, unit, alpha, a, b)
+
+    def run_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int,
+                 body: Callable[[Executor, Mat], None]) -> None:
+        """Invert the diagonal blocks of ``a`` (:meth:`prepare_trsm`); where each leaf is one
+        of them, solve into a workspace (:func:`~tricov.backends.staged.solve`, within
+        :attr:`stage_bytes` per panel), so that leaves are GEMMs with the inverses."""
+        self.prepare_trsm(lower, unit, a, b, block)
+        if self._inverses is None or self._inverses.leaf != block:
+            body(self, b)
+        else:
+            staged.solve(self, b, body, self.stage_bytes)
+
+    def trsm_into(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat,
+                  dst: Mat) -> None:
+        """``dst <- alpha A^-1 src`` as a GEMM with the inverse of ``A`` from
+        :meth:`prepare_trsm`. Where that inverse failed its condition test it is the identity,
+        and ``tri_leaf``, gated on the test's flag, solves ``src`` in place by substitution
+        first; else it returns at once."""
+        n, inverses = src.rows, self._inverses
+        found = None
+        if inverses is not None and self._op(src) != opt.R:
+            found = inverses.find_leaf(a, self._op(a), lower, unit, n)
+        if found is None:  # a last leaf of other rows, or a conjugated B GEMM cannot take
+            super().trsm_into(lower, unit, alpha, a, src, dst)
+            return
+        inverse, flag = found
+        if not self._tri_leaf(True, lower, unit, 1.0, a, src, gate=flag):
+            raise AssertionError("an inverted diagonal block's leaf does not fit tri_leaf")
+        size = self.dtype.itemsize
+        self.gemm(alpha, Mat(inverse, n, n, inverses.leaf, opt.N, size), src, 0.0, dst)
 
     def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
                   count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None:
@@ -222,18 +345,26 @@ class CUDAExecutor(Executor):
         (:class:`~tricov.backends.staged.StagedTrmm`), B's copy within :attr:`stage_bytes`."""
         staged.run(self, b, body, self.stage_bytes)
 
-    def copy_block(self, view: Mat) -> Mat:
-        """A copy of the memory block of ``view`` (same logical view, leading dimension its
-        rows), on the stream."""
-        size, need = view.itemsize, view.mrows * view.mcols
-        if self._stage is None or self._stage.size < need:  # one buffer serves every copy:
+    def stage_block(self, view: Mat, copy: bool) -> Mat:
+        """The memory block of ``view`` in the stage buffer (copied if ``copy``, on the
+        stream), as the same logical view with leading dimension its rows."""
+        need = view.mrows * view.mcols
+        if self._stage is None or self._stage.size < need:  # one buffer serves every stage:
             self._stage = self.xp.empty(max(1, need), dtype=self.dtype)  # the stream orders
             self._keep.append(self._stage)  # its uses
-        work = self._stage
-        self.xp.cuda.runtime.memcpy2DAsync(
-            work.data.ptr, view.mrows * size, view.ptr, view.ld * size, view.mrows * size,
-            view.mcols, self.xp.cuda.runtime.memcpyDeviceToDevice, self._stream)
-        return Mat(work.data.ptr, view.mrows, view.mcols, max(1, view.mrows), view.op, size)
+        work = Mat(self._stage.data.ptr, view.mrows, view.mcols, max(1, view.mrows), view.op,
+                   view.itemsize)
+        if copy:
+            self.copy_into(view, work)
+        return work
+
+    def copy_into(self, src: Mat, dst: Mat) -> None:
+        """Copy the memory block of ``src`` over that of ``dst``, on the stream."""
+        size = src.itemsize
+        if src.mrows and src.mcols:
+            self.xp.cuda.runtime.memcpy2DAsync(
+                dst.ptr, dst.ld * size, src.ptr, src.ld * size, src.mrows * size, src.mcols,
+                self.xp.cuda.runtime.memcpyDeviceToDevice, self._stream)
 
     # -------------------------------------------------------- Cholesky leaves
     def potrf(self, a: Mat, offset: int) -> bool:

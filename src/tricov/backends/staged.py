@@ -1,4 +1,6 @@
-"""A recursive TRMM run as a few batched calls instead of one call per node.
+"""Recursive TRMM and TRSM run out of place on a GPU, in few or large calls.
+
+**TRMM.** A recursive TRMM runs as a few batched calls instead of one call per node.
 
 The in-place TRMM recursion (:func:`tricov.recursive.trmm`) is a chain: each GEMM must follow
 the recursion below its right half and precede the one below its left half, so on a GPU, where
@@ -17,8 +19,17 @@ with a copy ``W`` of B's input:
    blocks of B are disjoint (distinct nodes of one size are disjoint), and all of them add.
 
 A TRMM on ``m`` rows with leaves of ``nb`` rows then takes about ``log2(m / nb) + 2`` calls
-rather than ``2 m / nb``, with the same products summed in another order. Wide B is taken in
-panels of columns (columns of a TRMM are independent), so that ``W`` stays within a budget.
+rather than ``2 m / nb``, with the same products summed in another order.
+
+**TRSM.** A solve's recursion is a true chain: each leaf needs the products above it. What
+makes it slow on a GPU is the leaf, a substitution on a few columns of B in few blocks of
+threads. Given the inverses of the diagonal blocks (where they are well conditioned) a leaf is
+a GEMM, but a GEMM cannot write over its input: so the solution goes to a workspace ``W``
+(:class:`SolveInto`). Each leaf writes ``W_d <- alpha A_dd^-1 B_d``, each product reads the
+solved rows from ``W``, and ``W`` is copied to B at the end.
+
+Wide B is taken in panels of columns (the columns of both operations are independent), so that
+``W`` stays within a budget.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from typing import Any, Protocol
 
 from .._views import Mat
 
-__all__ = ["StagedTrmm", "Stager", "panels", "run", "runs"]
+__all__ = ["SolveInto", "StagedTrmm", "Stager", "block_in", "panels", "run", "runs", "solve"]
 
 
 class Stager(Protocol):
@@ -41,9 +52,16 @@ class Stager(Protocol):
     def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
                   count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None: ...
 
-    def copy_block(self, view: Mat) -> Mat:
-        """A copy of the memory block of ``view``, as the same logical view of new memory
-        (leading dimension its rows), kept alive until the work queued so far is done."""
+    def trsm_into(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat,
+                  dst: Mat) -> None: ...
+
+    def stage_block(self, view: Mat, copy: bool) -> Mat:
+        """The memory block of ``view`` in new memory (a copy if ``copy``), as the same logical
+        view (leading dimension its rows), kept alive until the work queued so far is done."""
+        ...
+
+    def copy_into(self, src: Mat, dst: Mat) -> None:
+        """Copy the memory block of ``src`` over that of ``dst`` (same shape and layout)."""
         ...
 
 
@@ -81,6 +99,18 @@ def _shape(view: Mat) -> tuple[int, int, int, int]:
     return view.mrows, view.mcols, view.ld, view.op
 
 
+def block_in(b: Mat, work: Mat, view: Mat) -> Mat:
+    """The block of ``work`` (a staged copy of ``b``) that ``view`` (a block of ``b``) is in
+    ``b``."""
+    size = b.itemsize
+    offset, rem = divmod(view.ptr - b.ptr, size)
+    i, j = offset % b.ld, offset // b.ld
+    if rem or view.op != b.op or i + view.mrows > b.mrows or j + view.mcols > b.mcols:
+        raise AssertionError("a staged operation reaches outside B")
+    return Mat(work.ptr + (i + j * work.ld) * size, view.mrows, view.mcols, work.ld, view.op,
+               size)
+
+
 class StagedTrmm:
     """Stands in for the executor of one TRMM recursion on ``b``: records its leaves and
     products, then runs them in batches on ``ex`` (see the module notes).
@@ -108,23 +138,13 @@ class StagedTrmm:
             raise AssertionError("a staged TRMM product must add to its block")
         self.products.append((alpha, a, b, beta, c))
 
-    def _from(self, work: Mat, view: Mat) -> Mat:
-        """The block of the copy ``work`` that ``view`` (a block of B) is in B."""
-        b, size = self.b, self.b.itemsize
-        offset, rem = divmod(view.ptr - b.ptr, size)
-        i, j = offset % b.ld, offset // b.ld
-        if rem or view.op != b.op or i + view.mrows > b.mrows or j + view.mcols > b.mcols:
-            raise AssertionError("a staged TRMM product reads outside B")
-        return Mat(work.ptr + (i + j * work.ld) * size, view.mrows, view.mcols, work.ld,
-                   view.op, size)
-
     def run(self) -> None:
         """Run what was recorded: the copy of B, the leaves, then the products."""
         ex = self.ex
-        work = ex.copy_block(self.b)
-        products = [(alpha, a, self._from(work, b), beta, c)
+        work = ex.stage_block(self.b, True)
+        products = [(alpha, a, block_in(self.b, work, b), beta, c)
                     for alpha, a, b, beta, c in self.products]
-        leaves = [(lower, unit, alpha, a, self._from(work, b), b)
+        leaves = [(lower, unit, alpha, a, block_in(self.b, work, b), b)
                   for lower, unit, alpha, a, b in self.leaves]
         for group, steps in runs(leaves, lambda t: t[:3] + _shape(t[3]) + _shape(t[5]),
                                  lambda t: (t[3].ptr, t[4].ptr, t[5].ptr)):
@@ -144,3 +164,39 @@ def run(ex: Stager, b: Mat, body: Callable[[Any, Mat], None], budget: int) -> No
         stage = StagedTrmm(ex, panel)
         body(stage, panel)
         stage.run()
+
+
+class SolveInto:
+    """Stands in for the executor of one TRSM recursion on ``b``: its leaves write the
+    solution to ``work`` (:meth:`Stager.trsm_into`) and its products read it from there (see
+    the module notes).
+
+    Parameters
+    ----------
+    ex : Stager
+        The executor that runs the calls.
+    b : Mat
+        The right-hand sides the recursion solves for.
+    work : Mat
+        Where the solution goes: a block of memory of the shape and layout of ``b``.
+    """
+
+    def __init__(self, ex: Stager, b: Mat, work: Mat) -> None:
+        self.ex, self.b, self.work = ex, b, work
+
+    def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
+        """The leaf ``W_b <- alpha A^-1 B_b`` (B_b is left undefined)."""
+        self.ex.trsm_into(lower, unit, alpha, a, b, block_in(self.b, self.work, b))
+
+    def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat) -> None:
+        """The product ``C <- alpha A X + beta C`` with X (``b``, solved rows) read from W."""
+        self.ex.gemm(alpha, a, block_in(self.b, self.work, b), beta, c)
+
+
+def solve(ex: Stager, b: Mat, body: Callable[[Any, Mat], None], budget: int) -> None:
+    """Run the TRSM recursion ``body(stage, panel)`` on each panel of ``b`` (its solution
+    within ``budget`` bytes) through a :class:`SolveInto`, then copy the solution to B."""
+    for panel in panels(b, budget):
+        work = ex.stage_block(panel, False)
+        body(SolveInto(ex, panel, work), panel)
+        ex.copy_into(work, panel)

@@ -198,10 +198,12 @@ def instantiations(source: str) -> dict[str, list[str]]:
                         decls.append(
                             f"__global__ void tricov::tri_leaf<{t}, {sb}, {cpt}, {kp}, {solve}, "
                             f"{lower}>(int, int, int, {t}, const {t}*, long long, int, {t}*, "
-                            f"long long, int, int, const {t}*, const int*)")
+                            f"long long, int, int, const {t}*, const int*, const int*)")
             for inplace in ("false", "true"):
                 decls.append(f"__global__ void tricov::tri_inv<{t}, {sb}, {inplace}>(int, int, "
                              f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")
+            decls.append(f"__global__ void tricov::tri_cond<{t}>(int, const {t}*, long long, "
+                         f"int, int, int, {t}*, int*, {real})")
             decls.append(f"__global__ void tricov::potrf_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "

@@ -46,13 +46,14 @@ def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
         B2 <- alpha B2 - A21 X1           GEMM
         X2 <- A22^-1 B2                   recursive
 
-    Backward (A upper): the same from the bottom block up. Before the recursion starts, the
-    executor learns which diagonal blocks of A the leaves will solve with
-    (:meth:`~tricov.backends.base.Executor.prepare_trsm`).
+    Backward (A upper): the same from the bottom block up. The executor runs the recursion
+    (:meth:`~tricov.backends.base.Executor.run_trsm`), told which diagonal blocks of A the
+    leaves will solve with: in place, or into a workspace (the GPU, whose leaves multiply by
+    inverted diagonal blocks, :mod:`tricov.backends.staged`).
     """
-    whole = b.cols >= nb.trsm_rhs
-    ex.prepare_trsm(lower, unit, a, b, b.rows if whole else leaf_rows(b.rows, nb.trsm))
-    _trsm(ex, nb.trsm if not whole else b.rows, lower, unit, alpha, a, b)
+    leaf = b.rows if b.cols >= nb.trsm_rhs else nb.trsm
+    ex.run_trsm(lower, unit, a, b, leaf_rows(b.rows, leaf),
+                lambda stage, panel: _trsm(stage, leaf, lower, unit, alpha, a, panel))
 
 
 def _trsm(ex: Executor, leaf: int, lower: bool, unit: bool, alpha: complex, a: Mat,

@@ -8,6 +8,7 @@
 //              shared memory) with a flag per block saying whether its Skeel condition number
 //              || |T^-1| |T| || is small enough for tri_leaf to use it; or one inverse in place
 //              (the TRTRI leaf).
+// tri_cond     the same test on inverses of larger diagonal blocks assembled from tri_inv's.
 // potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
 // lauum_leaf   L^H L of one diagonal block in shared memory (the LAUUM leaf).
 //
@@ -197,13 +198,15 @@ struct Band {
 // T = op_a(A) n x n, lower if LOWER. Each block of threads owns CB columns; T is swept in
 // sub-blocks of sb <= SBM rows. A solve uses D (the inverses of the diagonal sub-blocks, sb x sb
 // column-major each, zeros outside their triangle) for the sub-blocks whose flag in ok is set,
-// and substitution for the others (everywhere when ok is null).
+// and substitution for the others (everywhere when ok is null). Nothing is done when gate is
+// set and points to a non-zero flag (a leaf whose block a GEMM with its inverse solves instead).
 template <typename T, int SBM, int CPT, int KP, bool SOLVE, bool LOWER>
 __global__ void __launch_bounds__(THREADS, 1)
 tri_leaf(int n, int ncols, int sb, T alpha, const T* __restrict__ A, long long lda, int opa,
          T* B, long long ldb, int opb, int unit, const T* __restrict__ D,
-         const int* __restrict__ ok)
+         const int* __restrict__ ok, const int* __restrict__ gate)
 {
+    if (gate != nullptr && *gate != 0) return;
     using Bd = Band<T, SBM, CPT, KP, LOWER>;
     constexpr int TR = Bd::TR, TC = Bd::TC, CB = Bd::CB, MLD = Bd::MLD;
     T* smem = shared_as<T>();
@@ -483,7 +486,7 @@ __device__ int chol32(T* S, int o, T* dinv) {
 // INPLACE: the block (grid of one, bs = n) is overwritten by its inverse and info[0] gets 0,
 // or 1 + the first zero diagonal element (A then unchanged). Otherwise the inverse goes to
 // D + b bs^2 (bs x bs column-major, zeros outside the triangle) and ok[b] says whether the
-// Skeel condition number || |T_bb^-1| |T_bb| ||_inf is at most tau.
+// Skeel condition number || |T_bb^-1| |T_bb| ||_inf is at most tau (else D gets the identity).
 template <typename T, int SBM, bool INPLACE>
 __global__ void __launch_bounds__(THREADS, 1)
 tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, int* ok,
@@ -509,50 +512,89 @@ tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, 
         rowsum[tid] = s;
     }
     __syncthreads();
-    if (zero_at < nb) {  // singular: only the status is written
-        if (tid == 0) {
-            if (INPLACE) info[0] = zero_at + 1;
-            else ok[b] = 0;
+    const bool singular = zero_at < nb;  // then only the status is written in place
+    if (singular && INPLACE) {
+        if (tid == 0) info[0] = zero_at + 1;
+        return;
+    }
+    if (!singular) {
+        if (warp < n32 / 32) invert32<T, SBM>(S, 32 * warp, dinv);
+        __syncthreads();
+        // Block columns right to left: X21 <- -(X22 L21) X11, with X22 and X11 inverted.
+        for (int jb = n32 / 32 - 2; jb >= 0; --jb) {
+            const int r = 32 * (jb + 1), hb = n32 / 32 - jb - 1;
+            T acc[UB][4];
+            zero(acc);
+            sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, r, n32);
+            __syncthreads();
+            sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, false);
+            __syncthreads();
+            zero(acc);
+            sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, 32 * jb, 32 * jb + 32);
+            __syncthreads();
+            sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, true);
+            __syncthreads();
         }
-        return;
+        if (INPLACE) {
+            store_lower<T, SBM>(S, A, lda, opa, r0, nb, lower, unit);
+            if (tid == 0) info[0] = 0;
+            return;
+        }
     }
-    if (warp < n32 / 32) invert32<T, SBM>(S, 32 * warp, dinv);
-    __syncthreads();
-    // Block columns right to left: X21 <- -(X22 L21) X11, with X22 and X11 already inverted.
-    for (int jb = n32 / 32 - 2; jb >= 0; --jb) {
-        const int r = 32 * (jb + 1), hb = n32 / 32 - jb - 1;
-        T acc[UB][4];
-        zero(acc);
-        sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, r, n32);
-        __syncthreads();
-        sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, false);
-        __syncthreads();
-        zero(acc);
-        sq_mm<T, SBM, UB, false, false>(acc, S, r, hb, 32 * jb, 32 * jb, 32 * jb + 32);
-        __syncthreads();
-        sq_put<T, SBM, UB>(S, acc, r, hb, 32 * jb, true);
-        __syncthreads();
-    }
-    if (INPLACE) {
-        store_lower<T, SBM>(S, A, lda, opa, r0, nb, lower, unit);
-        if (tid == 0) info[0] = 0;
-        return;
-    }
-    int bad = 0;
-    if (tid < nb) {
+    int bad = singular;
+    if (!singular && tid < nb) {
         R w = R(0);
         for (int j = 0; j <= tid; ++j) w += mag(S[tid + j * LD]) * rowsum[j];
         bad = !(w <= tau);  // NaN too
     }
     bad = __syncthreads_or(bad);
+    // A block that fails the test is stored as the identity: a GEMM with it leaves alone the
+    // rows that tri_leaf has solved by substitution.
     T* out = D + (long long)b * bs * bs;
     for (int e = tid; e < bs * bs; e += THREADS) {
         const int i = e % bs, j = e / bs;
         T v = T(0);
-        if (i < nb && j < nb && (lower ? i >= j : i <= j)) v = lower ? S[i + j * LD] : S[j + i * LD];
+        if (bad) v = T(i == j ? 1 : 0);
+        else if (i < nb && j < nb && (lower ? i >= j : i <= j))
+            v = lower ? S[i + j * LD] : S[j + i * LD];
         out[e] = v;
     }
     if (tid == 0) ok[b] = !bad;
+}
+
+// The test of tri_inv on inverses assembled elsewhere: D + b bs^2 holds the inverse (bs x bs
+// column-major, zeros outside the triangle) of the diagonal block b of T = op_a(A) (lower if
+// `lower`; every block of order bs), ok[b] whether the blocks it was assembled from passed.
+// ok[b] is left set only where it was and || |D_b| |T_bb| ||_inf <= tau; elsewhere D_b becomes
+// the identity. One block of threads per diagonal block; rs holds bs row sums.
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, int* ok,
+         real_t<T> tau)
+{
+    using R = real_t<T>;
+    extern __shared__ __attribute__((aligned(16))) unsigned char tricov_smem[];
+    R* rs = reinterpret_cast<R*>(tricov_smem);
+    const int b = blockIdx.x, r0 = b * bs;
+    for (int j = threadIdx.x; j < bs; j += THREADS) {  // row sums of |T_bb|, its triangle only
+        R s = unit ? R(1) : mag(load(A, lda, opa, r0 + j, r0 + j));
+        const int k0 = lower ? 0 : j + 1, k1 = lower ? j : bs;
+        for (int k = k0; k < k1; ++k) s += mag(load(A, lda, opa, r0 + j, r0 + k));
+        rs[j] = s;
+    }
+    __syncthreads();
+    T* inv = D + (long long)b * bs * bs;
+    int bad = ok[b] == 0;
+    for (int i = threadIdx.x; i < bs; i += THREADS) {
+        R w = R(0);
+        for (int j = 0; j < bs; ++j) w += mag(inv[i + (long long)j * bs]) * rs[j];
+        bad |= !(w <= tau);  // NaN too
+    }
+    bad = __syncthreads_or(bad);
+    if (!bad) return;
+    for (long long e = threadIdx.x; e < (long long)bs * bs; e += THREADS)
+        inv[e] = T(e % bs == e / bs ? 1 : 0);
+    if (threadIdx.x == 0) ok[b] = 0;
 }
 
 // The Cholesky factor of the Hermitian n x n logical view op_a(A) (n <= SBM; lower triangle read
