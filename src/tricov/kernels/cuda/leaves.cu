@@ -575,20 +575,38 @@ tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, 
     using R = real_t<T>;
     extern __shared__ __attribute__((aligned(16))) unsigned char tricov_smem[];
     R* rs = reinterpret_cast<R*>(tricov_smem);
-    const int b = blockIdx.x, r0 = b * bs;
-    for (int j = threadIdx.x; j < bs; j += THREADS) {  // row sums of |T_bb|, its triangle only
-        R s = unit ? R(1) : mag(load(A, lda, opa, r0 + j, r0 + j));
+    const int b = blockIdx.x, r0 = b * bs, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // Row sums of |T_bb| over its triangle, read along memory: a row per lane where memory
+    // runs down the columns of T, else a row per warp (a row of T is then contiguous).
+    const bool by_lane = (opa & 1) == 0;
+    const int first = by_lane ? threadIdx.x : warp, stride = by_lane ? THREADS : THREADS / 32;
+    for (int j = first; j < bs; j += stride) {
         const int k0 = lower ? 0 : j + 1, k1 = lower ? j : bs;
-        for (int k = k0; k < k1; ++k) s += mag(load(A, lda, opa, r0 + j, r0 + k));
-        rs[j] = s;
+        R s[4] = {R(0), R(0), R(0), R(0)};
+        if (by_lane) {
+            int k = k0;
+            for (; k + 4 <= k1; k += 4)
+#pragma unroll
+                for (int u = 0; u < 4; ++u) s[u] += mag(load(A, lda, opa, r0 + j, r0 + k + u));
+            for (; k < k1; ++k) s[0] += mag(load(A, lda, opa, r0 + j, r0 + k));
+        } else {
+            for (int k = k0 + lane; k < k1; k += 32) s[0] += mag(load(A, lda, opa, r0 + j, r0 + k));
+            for (int o = 16; o > 0; o >>= 1) s[0] += __shfl_xor_sync(0xffffffffu, s[0], o);
+        }
+        if (by_lane || lane == 0) {
+            const R d = unit ? R(1) : mag(load(A, lda, opa, r0 + j, r0 + j));
+            rs[j] = d + s[0] + s[1] + s[2] + s[3];
+        }
     }
     __syncthreads();
     T* inv = D + (long long)b * bs * bs;
     int bad = ok[b] == 0;
     for (int i = threadIdx.x; i < bs; i += THREADS) {
-        R w = R(0);
-        for (int j = 0; j < bs; ++j) w += mag(inv[i + (long long)j * bs]) * rs[j];
-        bad |= !(w <= tau);  // NaN too
+        R w[4] = {R(0), R(0), R(0), R(0)};
+        for (int j = 0; j < bs; j += 4)  // bs is a multiple of 4
+#pragma unroll
+            for (int u = 0; u < 4; ++u) w[u] += mag(inv[i + (long long)(j + u) * bs]) * rs[j + u];
+        bad |= !(w[0] + w[1] + w[2] + w[3] <= tau);  // NaN too
     }
     bad = __syncthreads_or(bad);
     if (!bad) return;
