@@ -9,11 +9,13 @@ running process.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -137,9 +139,14 @@ def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
     return _tuned
 
 
+@functools.lru_cache(maxsize=64)
+def _name(dtype: Any) -> str:
+    return np.dtype(dtype).name
+
+
 def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
     """Leaf sizes in force for ``backend`` ("cpu", "gpu") and ``dtype``."""
-    key = (backend, np.dtype(dtype).name)
+    key = (backend, _name(dtype))
     override = _overrides.get(key)
     if override is not None:
         return override

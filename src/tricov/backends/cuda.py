@@ -47,6 +47,8 @@ __all__ = ["CUDAExecutor", "NARROW"]
 NARROW = 1 << 30
 #: Most blocks along z of one launch (CUDA's grid limit).
 _GRID_Z = 65535
+#: Leaf statuses per device allocation (read back with one copy each).
+_STATUS_SLOTS = 64
 
 
 def _scalar_buffer(dtype: np.dtype, *values: complex, real: bool = False) -> np.ndarray:
@@ -135,7 +137,9 @@ class CUDAExecutor(Executor):
         self._stream = cupy.cuda.get_current_stream().ptr
         self._hb = lib.bind_blas(self._stream, blas_handle)
         self._solver: int | None = None  # bound on first use: only cuSOLVER leaves need it
-        self._statuses: list[tuple[Any, int]] = []
+        self._statuses: list[tuple[int, int, int]] = []  # (chunk, slot, offset) per leaf
+        self._chunks: list[Any] = []  # device words the leaves write their statuses to
+        self._used = _STATUS_SLOTS
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
         self._inverses: _Inverses | None = None
         self._stage: Any = None  # B's copy for staged TRMMs
@@ -148,18 +152,19 @@ class CUDAExecutor(Executor):
                 self.herk_by_gemm, self.stage_bytes)
 
     # ------------------------------------------------------------ failures
-    def _record(self, status: Any, offset: int) -> bool:
-        self._statuses.append((status, offset))
+    def _record(self, status: tuple[int, int], offset: int) -> bool:
+        self._statuses.append((*status, offset))
         return True
 
     @property
     def info(self) -> int:
         if not self._statuses:
             return 0
-        flags = self.xp.concatenate([s for s, _ in self._statuses]).get()
-        for value, (_, offset) in zip(flags, self._statuses, strict=True):
+        chunks = [chunk.get() for chunk in self._chunks]  # one read per 64 statuses
+        for chunk, slot, offset in self._statuses:
+            value = int(chunks[chunk][slot])
             if value:
-                return offset + int(value)
+                return offset + value
         return 0
 
     # ------------------------------------------------------------- helpers
@@ -179,10 +184,22 @@ class CUDAExecutor(Executor):
         nvrtc.allow_shared(kernel, smem)
         kernel((grid,), (THREADS,), args, shared_mem=smem)
 
-    def _status(self) -> Any:
-        status = self.xp.empty(1, dtype=np.int32)
-        self._keep.append(status)
-        return status
+    def _status(self) -> tuple[int, int]:
+        """A device word for a leaf's status: (chunk, slot) of :attr:`_chunks`."""
+        if self._used == _STATUS_SLOTS:
+            self._chunks.append(self.xp.empty(_STATUS_SLOTS, dtype=np.int32))
+            self._used = 0
+        self._used += 1
+        return len(self._chunks) - 1, self._used - 1
+
+    def _status_ptr(self, status: tuple[int, int]) -> int:
+        chunk, slot = status
+        return self._chunks[chunk].data.ptr + 4 * slot
+
+    def status_words(self, *statuses: tuple[int, int]) -> Any:
+        """The device words of statuses this executor handed out (:meth:`raw_potrf`,
+        :meth:`nan_pivot`), as one int32 array."""
+        return self.xp.concatenate([self._chunks[c][s:s + 1] for c, s in statuses])
 
     # ------------------------------------------------------- triangular leaves
     def prepare_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int) -> None:
@@ -385,7 +402,7 @@ class CUDAExecutor(Executor):
         status = self._status()
         self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
-            np.uint64(status.data.ptr)), square_smem(self.dtype.itemsize))
+            np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
     def nan_pivot(self, n: int, a: int, lda: int) -> Any:
@@ -395,7 +412,7 @@ class CUDAExecutor(Executor):
         status = self._status()
         kernel = nvrtc.function("triangular.cu", f"tricov::diag_nan<{self._ctype}>")
         kernel((1,), (256,), (np.int32(n), np.uint64(a), np.int64(lda),
-                              np.uint64(status.data.ptr)))
+                              np.uint64(self._status_ptr(status))))
         return status
 
     def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
@@ -408,7 +425,7 @@ class CUDAExecutor(Executor):
         self._launch(f"tricov::tri_inv<{self._ctype}, {self._sb}, true>", 1, (
             np.int32(n), np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.int32(1), np.int32(unit), np.uint64(0), np.uint64(0),
-            np.uint64(status.data.ptr), real(0)), square_smem(self.dtype.itemsize))
+            np.uint64(self._status_ptr(status)), real(0)), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
     def lauum(self, a: Mat) -> None:
@@ -474,11 +491,11 @@ class CUDAExecutor(Executor):
         lib.check(lib.solver("potrf_bufferSize", self.dtype)(
             self._hs, lib.FILL[uplo], n, a, lda, ctypes.byref(lwork)), "potrf_bufferSize")
         work = self.xp.empty(max(1, lwork.value), dtype=self.dtype)
-        status = self.xp.empty(1, dtype=np.int32)
+        status = self._status()
         self._keep.append(work)
         lib.check(lib.solver("potrf", self.dtype)(
             self._hs, lib.FILL[uplo], n, a, lda, work.data.ptr, lwork.value,
-            status.data.ptr), "potrf")
+            self._status_ptr(status)), "potrf")
         return status
 
     def raw_trtri(self, uplo, diag, n, a, lda):
@@ -489,11 +506,12 @@ class CUDAExecutor(Executor):
             ctypes.byref(dev_bytes), ctypes.byref(host_bytes)), "trtri_bufferSize")
         work = self.xp.empty(max(1, dev_bytes.value), dtype=np.uint8)
         host = np.empty(max(1, host_bytes.value), dtype=np.uint8)
-        status = self.xp.empty(1, dtype=np.int32)
+        status = self._status()
         self._keep += [work, host]
         lib.check(lib.solver("cusolverDnXtrtri")(
             self._hs, lib.FILL[uplo], lib.DIAG[diag], n, ctype, a, lda, work.data.ptr,
-            dev_bytes.value, host.ctypes.data, host_bytes.value, status.data.ptr), "trtri")
+            dev_bytes.value, host.ctypes.data, host_bytes.value, self._status_ptr(status)),
+            "trtri")
         return status
 
     def raw_lauum(self, uplo, n, a, lda):

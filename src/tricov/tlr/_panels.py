@@ -528,8 +528,8 @@ def _potrf_on(d: Any, device: int, side: Any, ready: Any) -> tuple[Any, Any]:
         # Row-major lower triangle = column-major upper triangle; the executor's handles are
         # this thread's, bound to ``side``.
         ex = CUDAExecutor(d.dtype)
-        status = cupy.concatenate([ex.raw_potrf(b"U", n, d.data.ptr, ld),
-                                   ex.nan_pivot(n, d.data.ptr, ld)])
+        status = ex.status_words(ex.raw_potrf(b"U", n, d.data.ptr, ld),
+                                 ex.nan_pivot(n, d.data.ptr, ld))
         zero_upper(d)
         return status, side.record()
 
