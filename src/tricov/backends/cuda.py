@@ -203,6 +203,10 @@ class CUDAExecutor(Executor):
 
     # ------------------------------------------------------- triangular leaves
     def prepare_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int) -> None:
+        """Invert the diagonal blocks of ``a`` for a TRSM on ``b`` whose leaves have ``block``
+        rows (:class:`_Inverses`): the kernel's blocks (``tri_inv``, each flagged by its
+        condition number), and where a leaf spans several of them, the leaves' inverses
+        assembled from theirs (:meth:`_double`) and tested again (``tri_cond``)."""
         self._inverses = None
         m = b.rows
         if m <= block or not b.cols or b.cols > self.narrow:
@@ -249,7 +253,7 @@ class CUDAExecutor(Executor):
         The flags are those of both halves; the inverses are not yet tested."""
         s, pairs, size = order, count // 2, self.dtype.itemsize
         out = self.xp.empty((pairs, 2 * s, 2 * s), dtype=self.dtype)  # [p, column, row]
-        first = self.xp.asarray(blocks[:count * s * s]).reshape(count, s, s)
+        first = blocks[:count * s * s].reshape(count, s, s)
         step = 2 * s * (a.ld + 1) * size  # from one pair's diagonal block to the next
         steps_x, steps_w = 2 * s * s * size, 4 * s * s * size
         # the product with the first inverse goes to the quadrant that ends up zero, stored
@@ -405,10 +409,11 @@ class CUDAExecutor(Executor):
             np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
-    def nan_pivot(self, n: int, a: int, lda: int) -> Any:
-        """The device status of cuSOLVER's POTRF of the ``n x n`` block at ``a`` (either
-        triangle) that it does not give: the order of its first NaN pivot (LAPACK's info for
-        it), or 0. A NaN anywhere in the triangle reaches the diagonal in its own row."""
+    def nan_pivot(self, n: int, a: int, lda: int) -> tuple[int, int]:
+        """The device status (see :meth:`_status`) of cuSOLVER's POTRF of the ``n x n`` block
+        at ``a`` (either triangle) that it does not give: the order of its first NaN pivot
+        (LAPACK's info for it), or 0. A NaN anywhere in the triangle reaches the diagonal in
+        its own row."""
         status = self._status()
         kernel = nvrtc.function("triangular.cu", f"tricov::diag_nan<{self._ctype}>")
         kernel((1,), (256,), (np.int32(n), np.uint64(a), np.int64(lda),
