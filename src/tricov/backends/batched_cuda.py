@@ -132,14 +132,22 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
     return len(todo)
 
 
-def _real(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32 if np.dtype(dtype).char in "fF" else np.float64)
-
-
 def _value(dtype: np.dtype, x: complex) -> Any:
     """``x`` as a scalar of ``dtype`` (real dtypes take the real part; the front ends have
     checked that it is real)."""
     return dtype.type(x if dtype.kind == "c" else complex(x).real)
+
+
+def _parts(dtype: np.dtype, x: complex) -> tuple[float, ...]:
+    """``x`` rounded to ``dtype`` as :func:`~tricov.kernels.nvrtc.launch` packs a parameter of
+    that type: its real part, and its imaginary part for a complex dtype."""
+    v = complex(_value(dtype, x))
+    return (v.real, v.imag) if dtype.kind == "c" else (v.real,)
+
+
+#: Type codes (see :func:`tricov.kernels.nvrtc.launch`) of an operand's kernel parameters:
+#: addresses, base, stride, offset, ld, flags.
+_OPERAND = "Qqqqqi"
 
 
 class BatchedCUDAExecutor(Executor):
@@ -169,6 +177,10 @@ class BatchedCUDAExecutor(Executor):
         self.infos = info
         self._ctype = nvrtc.CTYPE[self.dtype]
         self._stream = cupy.cuda.get_current_stream().ptr
+        self._char = self.dtype.char
+        #: Type codes of the parameters of the register and tile kernels.
+        self._small_codes = f"qqiii{self._char}{self._char.lower()}{_OPERAND * 2}Qii"
+        self._tile_codes = f"qqiiiii{self._char * 2}{_OPERAND * 2}Qi"
         self._hb: int | None = None
         self._keep: list[Any] = []
 
@@ -196,15 +208,14 @@ class BatchedCUDAExecutor(Executor):
         ptrs, base, stride = self._where(slot)
         flags = (1 if view.t else 0) | (2 if self.complex and opt.has_c(view.op) else 0) \
             | (4 if rev_rows else 0) | (8 if rev_cols else 0)
-        return (np.uint64(ptrs), np.int64(base), np.int64(stride), np.int64(offset),
-                np.int64(view.ld), np.int32(flags))
+        return ptrs, base, stride, offset, view.ld, flags
 
     @property
     def settings(self) -> tuple:
         return (self.mma,)
 
-    def _info_ptr(self) -> np.uint64:
-        return np.uint64(0 if self.infos is None else self.infos.data.ptr)
+    def _info_ptr(self) -> int:
+        return 0 if self.infos is None else self.infos.data.ptr
 
     # ------------------------------------------------------------- kernels
     def small(self, op: str, t: Mat, *, r: Mat | None = None, n: int, m: int = 0,
@@ -222,16 +233,14 @@ class BatchedCUDAExecutor(Executor):
                               *batched_small(self._ctype, order, lanes, OPS[op]))
         targs = self.operand(t, rev, rev)
         rargs = self.operand(r, rev, False) if r is not None else targs
-        fixed = (np.int32(n), np.int32(m), np.int32(unit), _value(self.dtype, alpha),
-                 _real(self.dtype).type(beta)) + targs + rargs + (
-                     self._info_ptr(), np.int32(order0),
-                     np.int32(self.infos is not None and not fresh))
+        fixed = (n, m, int(unit), *_parts(self.dtype, alpha), float(beta), *targs, *rargs,
+                 self._info_ptr(), order0, int(self.infos is not None and not fresh))
         per_block = BLOCK // lanes
         step = MAX_BLOCKS * per_block
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            kernel((-(-count // per_block),), (BLOCK,),
-                   (np.int64(first), np.int64(count)) + fixed)
+            nvrtc.launch(kernel, -(-count // per_block), BLOCK, self._stream, self._small_codes,
+                         first, count, *fixed)
 
     def zero_pivots(self, a: Mat) -> None:
         """Record, for members not failed yet, the first exactly zero diagonal element of the
@@ -240,9 +249,8 @@ class BatchedCUDAExecutor(Executor):
         ptrs, base, stride = self._where(slot)
         kernel = nvrtc.function("batched_small.cu",
                                 f"tricov::batched::zero_pivots<{self._ctype}>")
-        self._per_member(kernel, 256, (np.int32(a.rows), np.uint64(ptrs), np.int64(base),
-                                       np.int64(stride), np.int64(offset), np.int64(a.ld),
-                                       self._info_ptr()))
+        self._per_member(kernel, 256, "iQqqqqQ",
+                         (a.rows, ptrs, base, stride, offset, a.ld, self._info_ptr()))
 
     def conjugate(self, view: Mat, lower: bool = False) -> None:
         """Conjugate in place every member's memory of ``view`` (members not failed): the whole
@@ -253,18 +261,19 @@ class BatchedCUDAExecutor(Executor):
         region = (2 if view.t else 1) if lower else 0
         args = (np.int32(view.mrows), np.int32(view.mcols), np.int32(region), np.uint64(ptrs),
                 np.int64(base), np.int64(stride), np.int64(offset), np.int64(view.ld),
-                self._info_ptr())
+                np.uint64(self._info_ptr()))
         step = 65535 * 65535  # one block per member, on a 2-D grid
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
             x = min(count, 65535)
             kernel((x, -(-count // x)), (128,), (np.int64(first), np.int64(count)) + args)
 
-    def _per_member(self, kernel: Any, threads: int, args: tuple) -> None:
+    def _per_member(self, kernel: Any, threads: int, codes: str, args: tuple) -> None:
         step = MAX_BLOCKS * threads
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            kernel((-(-count // threads),), (threads,), (np.int64(first), np.int64(count)) + args)
+            nvrtc.launch(kernel, -(-count // threads), threads, self._stream, "qq" + codes,
+                         first, count, *args)
 
     def tile(self, mode: str, x: Mat, o: Mat, *, n: int, m: int = 0, k: int = 0,
              rev: bool = False, unit: bool = False, alpha: complex = 1.0,
@@ -290,13 +299,13 @@ class BatchedCUDAExecutor(Executor):
                               *batched_tile(self._ctype, TILE_MODES[mode], rows, mma))
         xargs = self.operand(x, rev, rev)
         oargs = self.operand(o, rev, False)
-        fixed = (np.int32(tiles), np.int32(n), np.int32(m), np.int32(k), np.int32(unit),
-                 _value(self.dtype, alpha), self.dtype.type(beta)) + xargs + oargs + (
-                     self._info_ptr(), np.int32(self.infos is not None))
+        fixed = (tiles, n, m, k, int(unit), *_parts(self.dtype, alpha), float(beta), *xargs,
+                 *oargs, self._info_ptr(), int(self.infos is not None))
         step = MAX_BLOCKS // tiles
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            kernel((count * tiles,), (TILE_THREADS,), (np.int64(first), np.int64(count)) + fixed)
+            nvrtc.launch(kernel, count * tiles, TILE_THREADS, self._stream, self._tile_codes,
+                         first, count, *fixed)
 
     # ------------------------------------------------------------- leaves
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
@@ -347,10 +356,9 @@ class BatchedCUDAExecutor(Executor):
         out = self.xp.empty(count, dtype=np.int64)
         self._keep.append(out)
         kernel = nvrtc.function("batched_small.cu", "tricov::batched::addresses")
-        info = self._info_ptr() if dummy else np.uint64(0)
-        kernel((-(-count // 256),), (256,),
-               (np.int64(first), np.int64(count), np.uint64(ptrs), np.int64(base),
-                np.int64(stride), np.int64(offset), info, np.int64(dummy), out))
+        info = self._info_ptr() if dummy else 0
+        nvrtc.launch(kernel, -(-count // 256), 256, self._stream, "qqQqqqQqQ",
+                     first, count, ptrs, base, stride, offset, info, dummy, out.data.ptr)
         return out
 
     def _scalar(self, value: complex) -> int:

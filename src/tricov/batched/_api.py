@@ -63,7 +63,7 @@ def _engine(batch: Batch, group: Group) -> Engine:
 class _Infos:
     """Per-member info of the groups of one call, assembled once at the end.
 
-    Engines return a group's info as a NumPy array (host members) or a CuPy int32 array
+    Engines return a group's info as a NumPy array (host members) or a CuPy int64 array
     (device members, still being computed). :meth:`result` puts them in batch order: on the
     host (one copy from the device, which waits for it) or, for device members when the caller
     does not check, on the device (nothing waits).

@@ -67,7 +67,7 @@ class CUDAEngine:
         ``fresh`` (a single kernel writes every member's info itself)."""
         info = None
         if track:
-            info = (self.xp.empty if fresh else self.xp.zeros)(self.group.size, dtype=np.int32)
+            info = (self.xp.empty if fresh else self.xp.zeros)(self.group.size, dtype=np.int64)
         return BatchedCUDAExecutor(self.dtype, self.group, info)
 
     def _nb(self) -> LeafSizes:

@@ -171,10 +171,11 @@ def instantiations(source: str) -> dict[str, list[str]]:
     if source == "batched_small.cu":
         for t in _TYPES:
             out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "
-                      "int, const long long*, long long, long long, long long, long long, int*)",
+                      "int, const long long*, long long, long long, long long, long long, "
+                      "long long*)",
                       f"__global__ void tricov::batched::conjugate<{t}>(long long, long long, "
                       "int, int, int, const long long*, long long, long long, long long, "
-                      "long long, const int*)"]
+                      "long long, const long long*)"]
         return out
     for t, size in _TYPES.items():
         decls = out.setdefault(t, [])

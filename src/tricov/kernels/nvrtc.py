@@ -5,19 +5,23 @@ name expression, e.g. ``tricov::potrf_leaf<double, 128>`` (:func:`function`). Cu
 binary of modules compiled with name expressions, so kernels that take long to compile are
 defined instead by a line appended to their source, a kernel with C linkage, whose binary CuPy
 caches on disk (:func:`kernel`): later processes load it.
+
+:func:`launch` starts a compiled kernel with its scalar parameters packed into one host
+buffer, for launches whose Python cost matters (the batched operations on small matrices).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import struct
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "kernel", "shared_max",
-           "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "kernel", "launch",
+           "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -97,3 +101,45 @@ def cbool(flag: bool) -> str:
     """A C++ boolean literal."""
     return "true" if flag else "false"
 
+
+#: Bytes of host buffer per kernel parameter in :func:`launch` (the largest: complex128).
+_SLOT = 16
+#: Packing of one parameter in its slot, by code: int64, uint64 (an address), int32, and the
+#: scalar types by NumPy's character (a complex one takes two values, real and imaginary).
+_PACK = {"q": "q8x", "Q": "Q8x", "i": "i12x", "f": "f12x", "d": "d8x", "F": "2f8x", "D": "2d"}
+
+
+@functools.cache
+def _layout(codes: str) -> tuple[struct.Struct, np.ndarray]:
+    return (struct.Struct("<" + "".join(_PACK[c] for c in codes)),
+            np.arange(len(codes), dtype=np.uint64) * np.uint64(_SLOT))
+
+
+def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: Any) -> None:
+    """Launch ``kernel`` (from :func:`kernel` or :func:`function`) on a 1-D grid.
+
+    The parameters are packed into one host buffer by their type codes (see ``_PACK``; a
+    complex parameter takes its real and imaginary parts as two arguments), and the driver
+    reads each from its slot, so a launch costs a few microseconds of Python instead of one
+    conversion per parameter.
+
+    Parameters
+    ----------
+    kernel : cupy.RawKernel
+        Its ``kernel`` is the function loaded on the current device.
+    grid, block : int
+        Blocks, and threads per block.
+    stream : int
+        The CUDA stream (``cupy.cuda.Stream.ptr``).
+    codes : str
+        One code per parameter of the kernel, in order.
+    *args
+        The parameters' values.
+    """
+    from cupy.cuda import driver
+
+    layout, offsets = _layout(codes)
+    buf = np.frombuffer(layout.pack(*args), np.uint8)
+    params = offsets + np.uint64(buf.ctypes.data)
+    driver.launchKernel(kernel.kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream,
+                        params.ctypes.data, 0)

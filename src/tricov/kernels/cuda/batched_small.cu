@@ -478,7 +478,7 @@ __device__ __forceinline__ void
 small(long long first, long long count, int n, int m, int unit, T alpha, real_t<T> beta,
       const long long* tp, long long tb, long long ts, long long to, long long tld, int tf,
       const long long* rp, long long rb, long long rs, long long ro, long long rld, int rf,
-      int* info, int order0, int skip)
+      long long* info, int order0, int skip)
 {
     constexpr int P = N / G;
     const int lane = threadIdx.x & (G - 1);
@@ -636,7 +636,8 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
          tricov::real_t<T> beta, const long long* tp, long long tb, long long ts,              \
          long long to, long long tld, int tf, const long long* rp, long long rb,               \
-         long long rs, long long ro, long long rld, int rf, int* info, int order0, int skip)  \
+         long long rs, long long ro, long long rld, int rf, long long* info, int order0,       \
+         int skip)                                                                          \
     {                                                                                          \
         tricov::batched::small<T, N, G, OP>(first, count, n, m, unit, alpha, beta, tp, tb, ts, \
                                             to, tld, tf, rp, rb, rs, ro, rld, rf, info,        \
@@ -647,8 +648,8 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
 // out[k] = address of element (0, 0) of block `offset` of member first + k; members that
 // failed (info[k] != 0, when info is given) get `dummy`, so cuBLAS writes them nowhere.
 __global__ void addresses(long long first, long long count, const long long* ptrs,
-                          long long base, long long stride, long long offset, const int* info,
-                          long long dummy, long long* out)
+                          long long base, long long stride, long long offset,
+                          const long long* info, long long dummy, long long* out)
 {
     const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= count) return;
@@ -662,7 +663,7 @@ __global__ void addresses(long long first, long long count, const long long* ptr
 template <typename T>
 __global__ void zero_pivots(long long first, long long count, int n, const long long* ptrs,
                             long long base, long long stride, long long offset, long long ld,
-                            int* info)
+                            long long* info)
 {
     const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= count) return;
@@ -693,7 +694,7 @@ template <typename R> __device__ __forceinline__ cplx<R> exact_conj(cplx<R> x) {
 template <typename T>
 __global__ void conjugate(long long first, long long count, int rows, int cols, int region,
                           const long long* ptrs, long long base, long long stride,
-                          long long offset, long long ld, const int* info)
+                          long long offset, long long ld, const long long* info)
 {
     const long long g = (long long)blockIdx.y * gridDim.x + blockIdx.x;
     if (g >= count) return;

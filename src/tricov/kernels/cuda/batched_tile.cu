@@ -200,8 +200,8 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
                                     int kdim, int unit, T alpha, T beta, const long long* xp,
                                     long long xb, long long xs_, long long xo, long long xld,
                                     int xf, const long long* op, long long ob, long long os,
-                                    long long oo, long long old, int of, const int* info,
-                                    int skip) {
+                                    long long oo, long long old, int of,
+                                    const long long* info, int skip) {
     constexpr int TC = 4096 / TR;
     constexpr int LDX = TR + 8, LDY = TC + 8;  // rows of 8 mod 16 doubles: no bank conflicts
     __shared__ T xs[KC * LDX];
@@ -273,7 +273,7 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
          long long xld, int xf, const long long* op, long long ob, long long os, long long oo, \
-         long long old, int of, const int* info, int skip)                                     \
+         long long old, int of, const long long* info, int skip)                               \
     {                                                                                          \
         tricov::tile::run<T, MODE, TR, MMA>(first, count, tiles, n, m, kdim, unit, alpha,     \
                                             beta, xp, xb, xs, xo, xld, xf, op, ob, os, oo,     \
