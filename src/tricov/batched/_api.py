@@ -77,20 +77,21 @@ class _Infos:
         self.parts.append((group, values))
 
     def result(self, on_host: bool) -> Any:
-        """int64 info of every member, shaped like the batch."""
+        """int64 info of every member, shaped like the batch (read from the device: a view
+        valid until this thread's next call, see :func:`~tricov.batched._cuda.read_info`)."""
         xp = np if on_host else self.batch.xp
         with self.batch.on_device():
             if len(self.parts) == 1 and self.parts[0][0].index is None:
                 values = self.parts[0][1]
-                if on_host and not isinstance(values, np.ndarray):
-                    values = values.get()
+                if on_host:
+                    values = _on_host(values)
                 return xp.asarray(values, dtype=np.int64).reshape(self.batch.shape)
             info = xp.zeros(self.batch.count, np.int64)
             parts = self.parts
             if on_host and parts and not isinstance(parts[0][1], np.ndarray):
                 import cupy
 
-                flat = cupy.concatenate([v for _, v in parts]).get()
+                flat = _on_host(cupy.concatenate([v for _, v in parts]))
                 ends = np.cumsum([v.size for _, v in parts])
                 parts = list(zip([g for g, _ in parts], np.split(flat, ends[:-1]), strict=True))
             for group, values in parts:
@@ -99,13 +100,22 @@ class _Infos:
             return info.reshape(self.batch.shape)
 
 
+def _on_host(values: Any) -> np.ndarray:
+    """Info values on the host: host ones as they are, device ones read from the device."""
+    if isinstance(values, np.ndarray):
+        return values
+    from ._cuda import read_info
+
+    return read_info(values)
+
+
 def _finish(batch: Batch, infos: _Infos, check: bool, error: type, result: Any) -> Any:
     """Raise for the failing members (``check``) or return the info array (on the members'
     device: see :class:`_Infos`)."""
     if not check:
         return infos.result(on_host=batch.device is None)
     info = infos.result(on_host=True)
-    if info.any():
+    if np.count_nonzero(info):
         failed = np.flatnonzero(info)
         orders = info.reshape(-1)[failed]
         what = "leading minor" if error is NotPositiveDefiniteError else "zero diagonal element"
