@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import carray, types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 
 from .simd import (
@@ -37,7 +36,7 @@ from .simd import (
 
 __all__ = ["as_array", "eadd", "econj", "efill", "efma", "efmac", "efmca", "efnma", "efnmac",
            "efromre", "eload", "emul", "emulre", "ere", "erecip", "estore", "ewidth", "from_parts",
-           "itemsize", "lane_get", "mload", "mstore", "nlanes", "prefetch", "scratch"]
+           "itemsize", "lane_get", "mload", "mstore", "nlanes", "scratch"]
 
 
 def _stub(name: str):
@@ -84,10 +83,11 @@ def _itemsize(z):
 
 
 @overload(scratch)
-def _scratch(size, z):
-    """An uninitialised scratch array of ``size`` reals of the real type of ``z``."""
-    dt = np.float32 if _real_of(z).bitwidth == 32 else np.float64
-    return lambda size, z: np.empty(size, dt)
+def _scratch(addr, size, z):
+    """The scratch array of ``size`` reals of the real type of ``z`` at byte address ``addr``
+    (memory owned by the caller: no reference counting when passed around)."""
+    re = np.float32(0) if _real_of(z).bitwidth == 32 else np.float64(0)
+    return lambda addr, size, z: as_array(addr, size, re)
 
 
 # --------------------------------------------------------------------- scratch access
@@ -278,25 +278,6 @@ def _pointer(typingctx, addr, z):
 def as_array(addr, count, z):
     """The ``count`` elements of the type of ``z`` at byte address ``addr``, as a 1-D array."""
     return carray(_pointer(addr, z), count)
-
-
-@intrinsic
-def prefetch(typingctx, addr):
-    """Ask the cache for the line at byte address ``addr``, to be written (no effect on
-    results; a hint)."""
-    if not isinstance(addr, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [builder.inttoptr(args[0], i8p), ir.Constant(i32, 1),
-                          ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return types.void(addr), codegen
 
 
 @intrinsic

@@ -19,7 +19,7 @@ from numba.core.datamodel import models
 from numba.extending import intrinsic, register_model
 
 __all__ = ["LANE_BYTES", "LaneVector", "lanes", "tload", "tstore", "vadd", "vdiv", "vfill",
-           "vfma", "vfnma", "vload", "vmul", "vneg", "vsplat", "vsqrt", "vstore"]
+           "vfma", "vfnma", "vload", "vmul", "vneg", "vnotpos", "vsplat", "vsqrt", "vstore"]
 
 #: Bytes of one lane vector.
 LANE_BYTES = 64
@@ -160,6 +160,20 @@ vsqrt = _lanewise(1, lambda b, v: _call_llvm("sqrt", b, v), "Square root lane by
 vfma = _lanewise(3, lambda b, v: _call_llvm("fma", b, v), "``a * b + c`` with one rounding.")
 vfnma = _lanewise(3, lambda b, v: _call_llvm("fma", b, [b.fneg(v[0]), v[1], v[2]]),
               "``c - a * b`` with one rounding.")
+
+
+@intrinsic
+def vnotpos(typingctx, a):
+    """Bit mask (an int64) of the lanes of ``a`` that are not positive: ``<= 0`` or NaN."""
+    if not isinstance(a, LaneVector):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vt = args[0].type
+        bits = builder.fcmp_unordered("<=", args[0], ir.Constant(vt, [0.0] * vt.count))
+        return builder.zext(builder.bitcast(bits, ir.IntType(vt.count)), ir.IntType(64))
+
+    return types.int64(a), codegen
 
 
 # ----------------------------------------------------------------- lane transposes
@@ -309,13 +323,14 @@ def tload(typingctx, s, dst, step, z, conj, addrs, first, nl, off, count):
 
 
 @intrinsic
-def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, count):
-    """The inverse of :func:`tload`: write ``count`` reals of each lane set in ``lanes`` back.
+def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, keep):
+    """The inverse of :func:`tload`, for the reals set in the bit mask ``keep``.
 
-    Vector ``t < count`` is read at ``s[src + (t // epr) * step + (t % epr) * W]`` (negated
-    if it is an imaginary plane and ``conj``); after the transpose, member ``first + k`` gets its
-    ``count`` reals at ``addrs[first + k] + off`` bytes, for each bit ``k`` set in ``lanes``
-    (a masked store: memory outside the block is not touched).
+    Vector ``t`` (bit ``t`` of ``keep`` set) is read at ``s[src + (t // epr) * step + (t % epr)
+    * W]`` (negated if it is an imaginary plane and ``conj``); after the transpose, member
+    ``first + k`` gets its reals ``t`` at ``addrs[first + k] + off + t * sizeof(T)`` bytes, for
+    each bit ``k`` set in ``lanes`` (a masked store: memory outside the kept reals is not
+    touched).
     """
     if not _check_block(s, z, addrs):
         return None
@@ -323,13 +338,14 @@ def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, count):
     e = _reals_per_element(z)
 
     def codegen(context, builder, sig, args):
-        sa, sr, st, _, cj, ad, fi, lanes_, of, cnt = args
+        sa, sr, st, _, cj, ad, fi, lanes_, of, kp = args
         vt = context.get_value_type(lane)
         w = lane.count
         rows = []
         for t, ptr in enumerate(_scratch_ptrs(context, builder, sig.args[0], sa, sr, st, e,
                                               lane)):
-            inside = builder.icmp_signed(">", cnt, ir.Constant(cnt.type, t))
+            bit = builder.and_(kp, ir.Constant(kp.type, 1 << t))
+            inside = builder.icmp_unsigned("!=", bit, ir.Constant(kp.type, 0))
             with builder.if_else(inside) as (then, otherwise):
                 with then:
                     v_in = _conj_part(builder, builder.load(ptr, align=1), t, e, cj)
@@ -341,7 +357,7 @@ def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, count):
             row.add_incoming(ir.Constant(vt, [0.0] * w), b_out)
             rows.append(row)
         rows = _transpose(builder, rows)
-        mask = _prefix_mask(builder, w, cnt)
+        mask = builder.bitcast(builder.trunc(kp, ir.IntType(w)), ir.VectorType(ir.IntType(1), w))
         for k in range(w):
             bit = builder.and_(lanes_, ir.Constant(lanes_.type, 1 << k))
             active = builder.icmp_unsigned("!=", bit, ir.Constant(lanes_.type, 0))
@@ -350,4 +366,4 @@ def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, count):
                 _masked(builder, "store", vt, [rows[k], ptr, ir.Constant(ir.IntType(32), 1), mask])
         return context.get_dummy_value()
 
-    return types.void(s, src, step, z, conj, addrs, first, lanes, off, count), codegen
+    return types.void(s, src, step, z, conj, addrs, first, lanes, off, keep), codegen

@@ -26,8 +26,13 @@ instruction over the ``W`` members (:mod:`.simd`), so the serial chains of tiny
 factorizations (square roots, divisions) are amortised over ``W`` members, and loops over the
 matrix order never limit vector efficiency. Members are moved between memory and scratch by
 blocks of ``W`` reals per member and one register transpose per block (:func:`.simd.tload`,
-:func:`.simd.tstore`, masked loads and stores: nothing outside an operand's region is read or
-written), while the next chunk of members is prefetched.
+:func:`.simd.tstore`, masked loads and stores: nothing outside an operand's region is
+written). Where an operand lies in scratch as in memory (contiguous members whose memory
+columns are the scratch's rows or columns, orders up to ``W``, see :func:`_transfer`), its
+whole block is moved as one run of full blocks (the other triangle of a triangular operand is
+read but never used nor written back); elsewhere column by column, reading only the region.
+POTRF of orders 4 and 8 runs a copy of the chunk loop compiled for that order, so its loops
+over the order have constant trip counts (unrolled, constant masks and offsets).
 
 Failures are per member: POTRF records the first non-positive (or NaN) pivot of each member
 (LAPACK's ``info``) and keeps going, so one failing member never changes the others; TRTRI and
@@ -51,6 +56,7 @@ import functools
 
 import numpy as np
 from numba import cfunc, njit, types
+from numba.extending import register_jitable
 
 from .calls import claim, for_threads
 from .lanes import (
@@ -75,10 +81,9 @@ from .lanes import (
     itemsize,
     lane_get,
     nlanes,
-    prefetch,
     scratch,
 )
-from .simd import lanes, tload, tstore, vdiv, vfill, vsqrt
+from .simd import lanes, tload, tstore, vdiv, vfill, vnotpos, vsqrt
 
 __all__ = ["HERK", "LAUUM", "OPS", "POSV", "POTI", "POTRF", "POTRI", "POTRS", "TRMM", "TRSM",
            "TRTRI", "lanes_for", "run"]
@@ -102,14 +107,16 @@ def lanes_for(dtype: np.dtype) -> int:
 # stride ``lt`` elements (element (i, j) at ``(i*lt + j) * ew``), and the rectangular R (n x m)
 # at ``ro``, stored by columns with column stride ``lr`` (element (i, j) at
 # ``ro + (i + j*lr) * ew``), except for HERK, which reads R by rows (row stride ``lr``). So the
-# inner loops of the dot products below walk contiguous memory; the strides are odd (see
+# inner loops of the dot products below walk contiguous memory; the strides are odd past 16 (see
 # :func:`_stride`) so that walking a column of T does not hit one cache set again and again.
 # Loops are blocked by four rows or columns where that gives four independent accumulators.
 
-@njit(cache=True)
+@register_jitable
 def _stride(k):
-    """An odd number of elements at least ``k``: a row or column stride of the scratch."""
-    return k | 1
+    """A row or column stride of the scratch for ``k`` elements: ``k`` itself up to 16 (the
+    operand then lies in scratch as in memory, see :func:`_transfer`), else the odd number
+    ``k | 1``."""
+    return k if k <= 16 else k | 1
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -124,10 +131,11 @@ def _potrf(s, n, lt, z, info):
         for k in range(j):
             x = eload(s, rj + k * ew, z)
             d = efnmac(x, x, d)
-        estore(s, ojj, d)
-        for lane in range(nlanes(z)):
-            if not s[ojj + lane] > 0 and info[lane] == 0:
-                info[lane] = j + 1
+        bad = vnotpos(ere(d))
+        if bad:
+            for lane in range(nlanes(z)):
+                if bad >> lane & 1 and info[lane] == 0:
+                    info[lane] = j + 1
         root = vsqrt(ere(d))
         estore(s, ojj, efromre(root, z))
         inv = vdiv(vfill(s, 1.0), root)
@@ -402,9 +410,28 @@ def _transfer(s, at0, rs, cs, rows, cols, tri, strict, addrs, b0, sel, ld, tr, r
     the lanes set in the bit mask ``sel``.
     """
     ew = ewidth(z)
-    per = nlanes(z) * nlanes(z) // ew  # elements per block of W reals
+    epr = ew // nlanes(z)  # reals per element
+    per = nlanes(z) // epr  # elements per block of W reals
     isz = itemsize(z)
     mrows, mcols = (cols, rows) if tr else (rows, cols)
+    at, step = _place(0, 0, rows, cols, rs, cs, tr, rev_i, rev_j)
+    if ld == mrows and (not tri or mrows <= per) and (
+            mcols == 1 or _place(0, 1, rows, cols, rs, cs, tr, rev_i, rev_j)[0] - at
+            == mrows * step):
+        # memory element k = c*ld + r lies at scratch ``at + k*step``: one run of blocks
+        total = mrows * mcols
+        for e0 in range(0, total, per):
+            cnt = min(per, total - e0)
+            if store:
+                keep = _region_bits(e0, cnt, mrows, tri, strict, tr, rev_i, epr)
+                if keep:
+                    tstore(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel, e0 * isz,
+                           keep)
+            else:  # a triangle's block is read whole; the other triangle is never used
+                tload(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel, e0 * isz,
+                      cnt * epr)
+            at += cnt * step
+        return
     for c in range(mcols):
         lo, hi = _rows_of(c, mrows, tri, strict, tr, rev_i)
         if lo >= hi:
@@ -414,11 +441,24 @@ def _transfer(s, at0, rs, cs, rows, cols, tri, strict, addrs, b0, sel, ld, tr, r
             cnt = min(per, hi - e0)
             if store:
                 tstore(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel,
-                       (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+                       (c * ld + e0) * isz, (1 << (cnt * epr)) - 1)
             else:
                 tload(s, at0 + at * ew, step * ew, z, conj, addrs, b0, sel,
-                      (c * ld + e0) * isz, cnt * (ew // nlanes(z)))
+                      (c * ld + e0) * isz, cnt * epr)
             at += cnt * step
+
+
+@njit(cache=True)
+def _region_bits(e0, cnt, mrows, tri, strict, tr, rev, epr):
+    """Bit mask of the reals of the memory elements ``e0 .. e0+cnt-1`` (column-major, ``mrows``
+    rows) that lie in the operand's region (see :func:`_rows_of`)."""
+    bits = 0
+    for q in range(cnt):
+        r, c = (e0 + q) % mrows, (e0 + q) // mrows
+        lo, hi = _rows_of(c, mrows, tri, strict, tr, rev)
+        if lo <= r < hi:
+            bits |= ((1 << epr) - 1) << (q * epr)
+    return bits
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -435,15 +475,6 @@ def _unpack(s, src, rs, cs, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, r
     """Copy the lanes set in the bit mask ``lanes`` back to their members (region only)."""
     _transfer(s, src, rs, cs, rows, cols, tri, strict, addrs, b0, lanes, ld, tr, rev_i, rev_j,
               conj, z, True)
-
-
-@njit(cache=True)
-def _prefetch(addrs, b0, nl, span):
-    """Prefetch the ``span`` bytes at each of ``addrs[b0 : b0 + nl]`` (the next chunk)."""
-    for k in range(nl):
-        base = addrs[b0 + k]
-        for off in range(0, span, 64):
-            prefetch(base + off)
 
 
 @njit(cache=True, fastmath=_FAST)
@@ -468,10 +499,16 @@ def _zero_pivot(s, n, lt, lane, z):
 
 
 # ------------------------------------------------------------------------------ chunks
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr, rrev, rc,
            info, b0, nl, s, linfo):
-    """Pack, compute and unpack the members ``b0 .. b0+nl-1``."""
+    """Pack, compute and unpack the members ``b0 .. b0+nl-1``.
+
+    ``n`` may be a compile-time constant (see :func:`_work`); the T packing and POTRF then
+    are compiled for it, every other kernel takes the run-time order ``nd`` and is compiled
+    once.
+    """
+    nd = n + 0
     w = nlanes(z)
     ew = ewidth(z)
     lt, lr = _stride(n), _stride(m if op == HERK else n)
@@ -488,25 +525,25 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
         for j in range(n):
             estore(s, (j * lt + j) * ew, one)
     if has_r:
-        _pack(s, ro, rrs, rcs, n, m, False, False, rp, b0, nl, rld, rtr, rrev, False, rc, z)
+        _pack(s, ro, rrs, rcs, nd, m, False, False, rp, b0, nl, rld, rtr, rrev, False, rc, z)
         if op in (TRSM, TRMM) and alpha != 1:
-            _scale(s, ro, n, m, lr, alpha, z)
+            _scale(s, ro, nd, m, lr, alpha, z)
     if (op == TRTRI and not unit) or op == POTRI:
         for lane in range(nl):
-            linfo[lane] = _zero_pivot(s, n, lt, lane, z)
+            linfo[lane] = _zero_pivot(s, nd, lt, lane, z)
     if op == TRSM:
-        _trsm(s, n, m, lt, ro, lr, unit, z)
+        _trsm(s, nd, m, lt, ro, lr, unit, z)
     elif op == TRMM:
-        _trmm(s, n, m, lt, ro, lr, unit, z)
+        _trmm(s, nd, m, lt, ro, lr, unit, z)
     elif op == HERK:
-        _herk(s, n, m, lt, ro, lr, alpha.real, beta, z)
+        _herk(s, nd, m, lt, ro, lr, alpha.real, beta, z)
     elif op == TRTRI:
-        _trtri(s, n, lt, unit, z)
+        _trtri(s, nd, lt, unit, z)
     elif op == LAUUM:
-        _lauum(s, n, lt, z)
+        _lauum(s, nd, lt, z)
     elif op == POTRI:
-        _trtri(s, n, lt, False, z)
-        _lauum(s, n, lt, z)
+        _trtri(s, nd, lt, False, z)
+        _lauum(s, nd, lt, z)
     else:  # POTRF, POTI, POTRS, POSV
         if op != POTRS:
             _potrf(s, n, lt, z, linfo)
@@ -515,11 +552,11 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
             if failed:  # failing members keep the partial factorization
                 _unpack(s, 0, lt, 1, n, n, True, False, tp, b0, failed, tld, ttr, trev, trev,
                         tc, z)
-            _trtri(s, n, lt, False, z)
-            _lauum(s, n, lt, z)
+            _trtri(s, nd, lt, False, z)
+            _lauum(s, nd, lt, z)
         elif op != POTRF:
-            _trsm(s, n, m, lt, ro, lr, False, z)
-            _trsm_lh(s, n, m, lt, ro, lr, z)
+            _trsm(s, nd, m, lt, ro, lr, False, z)
+            _trsm_lh(s, nd, m, lt, ro, lr, z)
     good = _lane_bits(linfo, nl, False)
     for lane in range(nl):
         info[b0 + lane] = linfo[lane]
@@ -531,7 +568,7 @@ def _chunk(op, z, n, m, unit, alpha, beta, tp, tld, ttr, trev, tc, rp, rld, rtr,
         _unpack(s, 0, lt, 1, n, n, True, tri_unit, tp, b0, t_lanes, tld, ttr, trev, trev, tc,
                 z)
     if op in (TRSM, TRMM, POTRS, POSV) and good:
-        _unpack(s, ro, rrs, rcs, n, m, False, False, rp, b0, good, rld, rtr, rrev, False, rc, z)
+        _unpack(s, ro, rrs, rcs, nd, m, False, False, rp, b0, good, rld, rtr, rrev, False, rc, z)
 
 
 @njit(cache=True)
@@ -552,15 +589,29 @@ def _lane_bits(linfo, nl, failed):
 
 #: Layout of the int64 parameter block of a worker.
 (P_OP, P_N, P_M, P_UNIT, P_NB, P_TP, P_TLD, P_TTR, P_TREV, P_TC, P_RP, P_RLD, P_RTR, P_RREV,
- P_RC, P_INFO, P_SCALARS, P_NEXT, P_COUNT) = range(19)
+ P_RC, P_INFO, P_SCALARS, P_WORK, P_WBYTES, P_NEXT, P_COUNT) = range(21)
 
 
 @njit(cache=True, inline="always")
 def _work(t, nt, params, z):
-    """One of ``nt`` threads: runs of contiguous chunks claimed from the counter ``P_NEXT``
-    until none is left, with its own scratch."""
+    """Thread ``t`` of ``nt``: runs the chunks it claims, POTRF of order 4 and 8 with the
+    operation and the order compile-time constants."""
     p = as_array(params, P_COUNT, np.int64(0))
-    op, n, m, unit, nb = p[P_OP], p[P_N], p[P_M], p[P_UNIT] != 0, p[P_NB]
+    op, n = p[P_OP], p[P_N]
+    if op == POTRF and n == 4:
+        _claim_chunks(params, t, nt, z, POTRF, 4)
+    elif op == POTRF and n == 8:
+        _claim_chunks(params, t, nt, z, POTRF, 8)
+    else:
+        _claim_chunks(params, t, nt, z, op, n)
+
+
+@njit(cache=True)
+def _claim_chunks(params, t, nt, z, op, n):
+    """Runs of contiguous chunks claimed from the counter ``P_NEXT`` until none is left, with
+    the scratch of thread ``t`` (its part of the block at ``P_WORK``)."""
+    p = as_array(params, P_COUNT, np.int64(0))
+    m, unit, nb = p[P_M], p[P_UNIT] != 0, p[P_NB]
     tp = as_array(p[P_TP], nb, np.int64(0))
     rp = as_array(p[P_RP], nb, np.int64(0))
     info = as_array(p[P_INFO], nb, np.int64(0))
@@ -569,28 +620,27 @@ def _work(t, nt, params, z):
     w = nlanes(z)
     ew = ewidth(z)
     nchunks = (nb + w - 1) // w
-    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
-    size = n * _stride(n) + (max(n * _stride(m), m * _stride(n)) if has_r else 0)
-    s = scratch(size * ew, z)
-    linfo = np.zeros(w, np.int64)
-    isz = itemsize(z)
-    tspan = ((n - 1) * p[P_TLD] + n) * isz
-    rspan = (((n if p[P_RTR] != 0 else m) - 1) * p[P_RLD] + (m if p[P_RTR] != 0 else n)) * isz
+    size = _scratch_size(op, n, m) * ew
+    work = p[P_WORK] + t * p[P_WBYTES]
+    s = scratch(work, size, z)
+    linfo = as_array(work + size * (itemsize(z) * w // ew), w, np.int64(0))
     run = _run_length(nchunks, nt)
     first = claim(params + P_NEXT * 8, run)
     while first < nchunks:
         last = min(first + run, nchunks)
         for c in range(first, last):
             b0 = c * w
-            if c + 1 < last:  # the next chunk's members, while this one computes
-                nxt = min(w, nb - b0 - w)
-                _prefetch(tp, b0 + w, nxt, tspan)
-                if has_r:
-                    _prefetch(rp, b0 + w, nxt, rspan)
             _chunk(op, z, n, m, unit, alpha, scalars[2], tp, p[P_TLD], p[P_TTR] != 0,
                    p[P_TREV] != 0, p[P_TC] != 0, rp, p[P_RLD], p[P_RTR] != 0, p[P_RREV] != 0,
                    p[P_RC] != 0, info, b0, min(w, nb - b0), s, linfo)
         first = claim(params + P_NEXT * 8, run)
+
+
+@register_jitable
+def _scratch_size(op, n, m):
+    """Elements of the scratch of ``op``: T, and R where the operation has one."""
+    has_r = op in (TRSM, TRMM, HERK, POTRS, POSV)
+    return n * _stride(n) + (max(n * _stride(m), m * _stride(n)) if has_r else 0)
 
 
 @njit(cache=True)
@@ -655,25 +705,33 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
         Number of threads to split the batch over (``numba.get_num_threads()``).
     """
     nb = info.shape[0]
+    dtype = np.dtype(dtype)
+    w = lanes_for(dtype)
+    nt = _threads_for(nb, n, m, threads, w)
     tp = np.ascontiguousarray(t[0], dtype=np.int64)
     rp = np.ascontiguousarray(r[0], dtype=np.int64)
     alpha = complex(alpha)
-    scalars = np.array([alpha.real, alpha.imag, beta], np.float64)
-    params = np.array([op, n, m, unit, nb, _address(tp), t[1], t[2], t[3], t[4],
-                       _address(rp), r[1], r[2], r[3], r[4], _address(info),
-                       _address(scalars), 0], np.int64)
-    for_threads(_worker(np.dtype(dtype)).address, _address(params),
-                _threads_for(nb, n, m, threads, lanes_for(dtype)))
+    # one block: the parameters, the scalars, then each thread's scratch and lane infos
+    wbytes = -(-(_scratch_size(op, n, m) * w * dtype.itemsize + w * 8) // 64) * 64
+    block = np.empty(P_COUNT + 3 + 8 + nt * wbytes // 8, np.int64)
+    base = _address(block)
+    work = -(-(base + (P_COUNT + 3) * 8) // 64) * 64
+    block[:P_COUNT] = (op, n, m, unit, nb, _address(tp), t[1], t[2], t[3], t[4], _address(rp),
+                       r[1], r[2], r[3], r[4], _address(info), base + P_COUNT * 8, work, wbytes,
+                       0)
+    block[P_COUNT:P_COUNT + 3].view(np.float64)[:] = (alpha.real, alpha.imag, beta)
+    for_threads(_worker(dtype).address, base, nt)
 
 
 def _address(arr: np.ndarray) -> int:
     return arr.__array_interface__["data"][0]
 
 
-#: Work (member count times ``n^2 (n + m)``) below which a call runs in the calling thread:
-#: about 50 microseconds of one core, the order of the time that waking Numba's other threads
-#: can take on a busy machine.
-SERIAL_WORK = 1 << 20
+#: Work (member count times ``n^2 (n + m)``) per thread below which a call runs in fewer
+#: threads (in the calling thread alone below twice this): about 50 microseconds of one core
+#: at n = 4, the order of the time that waking Numba's other threads can take on a busy
+#: machine (measured: 2 threads never slower than 1 from this size on).
+SERIAL_WORK = 1 << 18
 
 
 def _threads_for(nb: int, n: int, m: int, threads: int, w: int) -> int:

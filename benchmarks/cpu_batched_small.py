@@ -1,0 +1,51 @@
+"""Batched POTRF of small orders on the CPU against ``numpy.linalg.cholesky``, 1 and 2 threads.
+
+Run: ``python benchmarks/cpu_batched_small.py [REPS]``. Times are the minimum over ``REPS``
+repeats (default 25); tricov's time is that of a copy and the call, less that of the copy.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+import tricov as tc
+
+
+def best(f: Callable[[], object], reps: int) -> float:
+    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def row(n: int, reps: int, batch: int, rng: np.random.Generator) -> str:
+    """One line of the table: order ``n``, ``batch`` SPD members."""
+    x = rng.standard_normal((batch, n, n))
+    a = x @ x.transpose(0, 2, 1) + n * np.eye(n)
+    w = a.copy()
+    t_np = best(lambda: np.linalg.cholesky(a), reps)
+    t_copy = best(lambda: np.copyto(w, a), reps)
+    out = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        out.append(best(lambda: (np.copyto(w, a), tc.batched.potrf(w)), reps) - t_copy)
+    return (f"n={n:3d} numpy {t_np * 1e3:7.3f} ms copy {t_copy * 1e3:6.3f}  tricov 1t "
+            f"{out[0] * 1e3:7.3f} 2t {out[1] * 1e3:7.3f}  x numpy {t_np / out[1]:5.1f}")
+
+
+def main(reps: int = 25, batch: int = 10240) -> None:
+    rng = np.random.default_rng(0)
+    for n in (4, 8, 16, 32):
+        print(row(n, reps, batch, rng))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 25)
