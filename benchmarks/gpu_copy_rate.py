@@ -11,18 +11,12 @@ from collections.abc import Callable
 import cupy as cp
 import numpy as np
 
+from tricov.bench.devices import event_seconds
 
-def timeit(fn: Callable[[], object], reps: int = 10) -> float:
+
+def timeit(fn: Callable[[], object]) -> float:
     """Median milliseconds of ``fn`` by CUDA events (two warm-up calls)."""
-    times = []
-    for _ in range(reps + 2):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times[2:]))
+    return float(np.median(event_seconds(fn, repeats=10))) * 1e3
 
 
 def measure(rows: int, cols: int, ld: int) -> str:

@@ -22,6 +22,7 @@ from cupy_backends.cuda.libs import cublas
 
 import tricov as tc
 from tricov import dense
+from tricov.bench.devices import event_seconds
 
 
 def _cusolver(a: cp.ndarray, read: bool = False) -> None:
@@ -40,18 +41,13 @@ def _cusolver(a: cp.ndarray, read: bool = False) -> None:
 def timed(f, a0: cp.ndarray, repeats: int = 3) -> list[float]:
     """Seconds of ``repeats`` calls of ``f`` on fresh column-major copies of ``a0`` (CUDA events
     around each call as a user makes it), after one untimed call."""
-    f(a0.copy(order="F"))
-    out = []
-    for _ in range(repeats):
-        a = a0.copy(order="F")
+    work = [a0]
+
+    def reset() -> None:
+        work[0] = a0.copy(order="F")
         cp.cuda.Device().synchronize()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        f(a)
-        stop.record()
-        stop.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return out
+
+    return event_seconds(lambda: f(work[0]), reset, repeats=repeats, warmup=1)
 
 
 def main() -> None:

@@ -17,22 +17,14 @@ import numpy as np
 import torch
 
 import tricov as tc
+from tricov.bench.devices import event_seconds
 
 LEAVES = ((128, 128), (256, 256), (128, 256), (512, 512), (1024, 1024))
 
 
-def timed(call, reset, repeats: int = 7) -> float:
-    """Median milliseconds of ``call`` (``reset`` before each, untimed)."""
-    times = []
-    for _ in range(repeats + 2):
-        reset()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times[2:]))
+def timed(call, reset) -> float:
+    """Median milliseconds of ``call`` (``reset`` before each, untimed; two warm-ups)."""
+    return float(np.median(event_seconds(call, reset))) * 1e3
 
 
 def row(dt: np.dtype, n: int) -> str:

@@ -16,6 +16,7 @@ import tricov as tc
 from tricov import _plans, _policy
 from tricov.backends import cuda
 from tricov.backends.cuda_libs import bind_blas, blas
+from tricov.bench.devices import event_seconds
 
 SHAPES = ((16384, 64), (16384, 128), (16384, 256), (4096, 4096), (8192, 8192), (16384, 16384))
 WORKSPACE = cuda.CUDAExecutor.run_trsm
@@ -27,19 +28,9 @@ def in_place(self, lower, unit, a, b, block, body) -> None:
     body(self, b)
 
 
-def timeit(fn: Callable[[], object], reset: Callable[[], object] = lambda: None,
-           reps: int = 7) -> float:
+def timeit(fn: Callable[[], object], reset: Callable[[], object] | None = None) -> float:
     """Median milliseconds of ``fn`` by CUDA events, ``reset`` before each (two warm-ups)."""
-    times = []
-    for _ in range(reps + 2):
-        reset()
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times[2:]))
+    return float(np.median(event_seconds(fn, reset))) * 1e3
 
 
 def measure(dt: type, m: int, n: int) -> str:

@@ -177,10 +177,10 @@ class BatchedCUDAExecutor(Executor):
         self.infos = info
         self._ctype = nvrtc.CTYPE[self.dtype]
         self._stream = cupy.cuda.get_current_stream().ptr
-        self._char = self.dtype.char
-        #: Type codes of the parameters of the register and tile kernels.
-        self._small_codes = f"qqiii{self._char}{self._char.lower()}{_OPERAND * 2}Qii"
-        self._tile_codes = f"qqiiiii{self._char * 2}{_OPERAND * 2}Qi"
+        # Type codes of the parameters of the register and tile kernels (alpha T, beta real).
+        t = self.dtype.char
+        self._small_codes = f"qqiii{t}{t.lower()}{_OPERAND * 2}Qii"
+        self._tile_codes = f"qqiiiii{t * 2}{_OPERAND * 2}Qi"
         self._hb: int | None = None
         self._keep: list[Any] = []
 

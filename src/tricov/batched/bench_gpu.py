@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bench.devices import event_seconds
 from .bench import (
     _OUTPUTS,
     BatchedCase,
@@ -62,15 +63,8 @@ def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
 
     src = cupy.ones(nbytes // 8)
     dst = cupy.empty_like(src)
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(repeats + 1):
-        start.record()
-        cupy.copyto(dst, src)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    return 2 * nbytes / statistics.median(times[1:]) / 1e9
+    times = event_seconds(lambda: cupy.copyto(dst, src), repeats=repeats, warmup=1)
+    return 2 * nbytes / statistics.median(times) / 1e9
 
 
 def peers(case: BatchedCase) -> dict[str, Callable[[dict[str, Any]], Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "get_device"]
+__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "event_seconds", "get_device"]
 
 Arrays = dict[str, Any]
 Call = Callable[[Arrays], object]
@@ -153,12 +153,7 @@ class GPUDevice(Device):
         self.xp.cuda.get_current_stream().synchronize()
 
     def time(self, call: Call, arrays: Arrays) -> float:
-        start, stop = self.xp.cuda.Event(), self.xp.cuda.Event()
-        start.record()
-        call(arrays)
-        stop.record()
-        stop.synchronize()
-        return self.xp.cuda.get_elapsed_time(start, stop) / 1e3
+        return event_seconds(lambda: call(arrays), repeats=1, warmup=0)[0]
 
     def native(self, case: str, dtype: np.dtype) -> tuple[Call, str]:
         from . import peers_gpu
@@ -229,3 +224,27 @@ def get_device(name: str) -> Device:
         return factory()
     except ImportError as e:
         raise ValueError(f"device {name!r} is not available here: {e}") from None
+
+
+def event_seconds(call: Callable[[], object], reset: Callable[[], object] | None = None,
+                  repeats: int = 7, warmup: int = 2) -> list[float]:
+    """GPU seconds of ``repeats`` calls of ``call``, each between two CUDA events on the
+    current stream (a call as a user makes it, host work included where the GPU waits for it).
+
+    ``reset`` runs before every call, outside the events (restoring an in-place output);
+    ``warmup`` calls run first, untimed.
+    """
+    import cupy
+
+    times = []
+    for k in range(warmup + repeats):
+        if reset is not None:
+            reset()
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        call()
+        stop.record()
+        stop.synchronize()
+        if k >= warmup:
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return times
