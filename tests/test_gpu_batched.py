@@ -6,9 +6,10 @@ dtype, member by member with the backward-error measures of ``reference.py`` (to
 sub-blocks of NaN-filled buffers, interleaved and reversed members, no unit stride) plus a
 stack whose members are not one stride apart (device address arrays instead of a base and a
 stride). Orders cover every group width of the register kernels (1 and 3: 4 lanes, 6: 8,
-12: 16, 17 to 32: 32), every tile size of the tile kernels of real types (33 and 64: 64 rows,
-100: 128, 200: 256; SYRK 130: a partial third row of 64 x 64 tiles) and the recursions over
-the batched cuBLAS executor (for complex dtypes, whose kernels stop at 16, already 17 to 32).
+12: 16, 17 to 32: 32), the 64 x 64 tiles of the tile kernels of real types (33 and 64: one
+tile, 100 and 200: two and four row tiles, the last partial; SYRK 130: a partial third row of
+tiles) and the recursions over the batched cuBLAS executor (for complex dtypes, whose kernels
+stop at 16, already 17 to 32).
 What an operation must not read holds NaN, and what it must not write is compared bitwise.
 """
 
@@ -167,6 +168,43 @@ def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) ->
             err = error(a[idx], b[idx], db.host.view[idx], side=side, uplo=uplo, trans=trans,
                         diag=diag, alpha=alpha)
             assert_small(err, dtype, n, f"{what} member {idx}")
+
+
+def test_float64_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The float64 tile kernels multiplying by FMAs (GPUs before sm_90, without FP64 MMA of
+    16 x 8 x 4): TRMM, SYRK and LAUUM against the references."""
+    from tricov.backends.batched_cuda import BatchedCUDAExecutor
+
+    monkeypatch.setattr(BatchedCUDAExecutor, "mma", False)
+    dtype = np.dtype(np.float64)
+    tc.set_leaf_size("batched_gpu", "trmm", dtype, 256)
+    try:
+        for i, n in enumerate((33, 64, 100)):
+            rng = make_rng("gpu-batched-fma", i)
+            a = tri_stack(rng, n, dtype, "L")  # a stored diagonal, ignored where "U"
+            b = random_general(rng, BATCH + (n, 40), dtype)
+            da, db = place(cp, a, LAYOUTS[i]), place(cp, b, LAYOUTS[i + 1])
+            tc.batched.trmm(da.view, db.view, diag="U" if i == 1 else "N", alpha=-0.75)
+            db.fetch(cp)
+            c = np.full(BATCH + (n, n), nan_fill(dtype))
+            dc = place(cp, c, LAYOUTS[i + 2])
+            tc.batched.syrk(db.view, dc.view)
+            dc.fetch(cp)
+            dl = place(cp, a[..., :64, :64] if n > 64 else a, LAYOUTS[i + 3])
+            tc.batched.lauum(dl.view)
+            dl.fetch(cp)
+            for idx in members(BATCH):
+                err = trmm_error(a[idx], b[idx], db.host.view[idx], side="L", uplo="L",
+                                 trans="N", diag="U" if i == 1 else "N", alpha=-0.75)
+                assert_small(err, dtype, n, f"trmm n={n} member {idx}")
+                err = syrk_error(db.host.view[idx], c[idx], dc.host.view[idx], uplo="L",
+                                 trans="N", alpha=1.0, beta=0.0)
+                assert_small(err, dtype, 41, f"syrk n={n} member {idx}")
+                ref = a[idx][:64, :64] if n > 64 else a[idx]
+                assert_small(lauum_error(ref, dl.host.view[idx], "L"), dtype, n,
+                             f"lauum n={n} member {idx}")
+    finally:
+        tc.set_leaf_size("batched_gpu", "trmm", dtype, None)
 
 
 # ---------------------------------------------------------------------------------- syrk

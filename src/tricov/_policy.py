@@ -89,15 +89,18 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
-    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu); on one H200, batch
-    # 10240, float64 (benchmarks/gpu_batched_tile_probe_h200.txt) SYRK n = 64 / 128 / 256 took
-    # 0.73 / 2.9 / 15.3 ms (leaf 128 at 256) against 1.37 / 5.1 / 19.3 with leaves of 32, LAUUM
-    # n = 64 / 128 0.52 / 2.6 against 0.58 / 2.8. TRMM stays at 32: its tile kernel (leaves up
-    # to 256) measured 1.6 to 5 times slower than the register leaves under cuBLAS GEMMs.
+    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu), and float64 TRMM
+    # too. On one H100, batch 10240 (.carry-exp/tile_ab.py, 2026-11-22, ms): SYRK leaves of
+    # 64 / 128 / whole at n = 256 took 8.7 / 9.5 / 13.0 (float64) and 7.5 / 9.0 / 12.6
+    # (float32); float64 TRMM n = 64 / 128 / 256 0.47 / 2.57 / 13.7 with leaves of 64 against
+    # 0.55 / 2.70 / 13.9 with the register leaves of 32, float32 0.44 / 2.16 / 11.0 against
+    # 0.36 / 1.51 / 8.3 (its tile kernel multiplies by FMAs).
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
-                    **{name: LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32, lauum=64)
-                       for name in ("float32", "float64")}},
+                    "float32": LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32,
+                                         lauum=64),
+                    "float64": LeafSizes(trsm=32, trmm=64, syrk=64, potrf=32, trtri=32,
+                                         lauum=64)},
 }
 
 _lock = threading.Lock()

@@ -25,6 +25,7 @@ for the device.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,14 +34,14 @@ import numpy as np
 from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
-from ..kernels import TILE_ROWS, batched_lanes, batched_small, batched_tile, nvrtc
+from ..kernels import TILE_ORDER, TILE_SHARED, batched_lanes, batched_small, batched_tile, nvrtc
 from . import cuda_libs as lib
 from .base import Executor
 from .cuda_libs import GEMM_CHUNK
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
            "BatchedCUDAExecutor", "compile_kernels", "group_shape", "leaf_max", "padded_order",
-           "small_max", "tile_rows"]
+           "small_max"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -55,9 +56,30 @@ MAX_BLOCKS = 2**31 - 1
 TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
 #: Threads per block of the tile kernels.
 TILE_THREADS = 256
-#: Largest leaf of the tile kernels, by leaf-size name: TRMM holds all rows of B in one tile,
-#: LAUUM the whole triangle; HERK tiles C (64 x 64) and takes any order.
-_TILE_MAX = {"trmm": max(TILE_ROWS), "lauum": min(TILE_ROWS), "syrk": 1 << 30}
+#: Largest leaf of the tile kernels, by leaf-size name: TRMM and HERK take any order (tiles
+#: of TILE_ORDER), LAUUM one tile.
+_TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDER, "syrk": 1 << 30}
+
+
+#: Smallest order of a HERK leaf that the tile kernel takes, where it is below the register
+#: kernels' largest (one H100, batch 10240, order 32, k = 32: float64 0.20 ms on the tile
+#: kernel, 0.29 ms on the register kernel; float32 0.17 against 0.16, so it stays).
+_HERK_TILE_FROM = {"float64": 17}
+
+
+@functools.cache
+def _dmma_on(device: int) -> bool:
+    import cupy
+
+    return int(cupy.cuda.Device(device).compute_capability) >= 90
+
+
+def _dmma() -> bool:
+    """Whether the current device multiplies float64 on its tensor cores in the tile kernels'
+    shape (mma m16n8k4: compute capability 9.0 and later)."""
+    import cupy
+
+    return _dmma_on(cupy.cuda.Device().id)
 
 
 def small_max(dtype: np.dtype) -> int:
@@ -75,11 +97,6 @@ def leaf_max(dtype: np.dtype, op: str) -> int:
     if dtype.kind == "f" and op in _TILE_MAX:
         return _TILE_MAX[op]
     return small_max(dtype)
-
-
-def tile_rows(n: int) -> int:
-    """Rows of the tile kernel of a TRMM leaf of order ``n`` (at most ``max(TILE_ROWS)``)."""
-    return next(r for r in TILE_ROWS if r >= n)
 
 
 def padded_order(n: int) -> int:
@@ -117,10 +134,8 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
                  for order in orders for op, code in OPS.items()]
         if dtype.kind == "f":
-            mma = BatchedCUDAExecutor.mma and dtype == np.float64
-            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, rows, mma)
-                     for mode, sizes in ((0, TILE_ROWS), (1, TILE_ROWS[:1]), (2, TILE_ROWS[:1]))
-                     for rows in sizes]
+            mma = BatchedCUDAExecutor.mma and dtype == np.float64 and _dmma()
+            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma) for mode in range(3)]
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -164,7 +179,8 @@ class BatchedCUDAExecutor(Executor):
     """
 
     backend = "batched_gpu"
-    #: Float64 tile kernels multiply on the tensor cores (FP64 MMA) rather than by FMAs.
+    #: Float64 tile kernels multiply on the tensor cores (FP64 MMA of 16 x 8 x 4, sm_90 and
+    #: later) rather than by FMAs.
     mma = True
 
     def __init__(self, dtype: np.dtype, group: Group, info: Any = None) -> None:
@@ -285,18 +301,16 @@ class BatchedCUDAExecutor(Executor):
         + beta o, ``x`` n x k. LAUUM: lower triangle of ``o`` <- o^T o (``x`` unused).
         Members already failed are skipped.
         """
-        rows = tile_rows(n) if mode == "trmm" else TILE_ROWS[0]
-        cols = 4096 // rows
         if mode == "trmm":
-            tiles = -(-m // cols)
+            tiles = -(-m // TILE_ORDER)
         elif mode == "herk":
-            t = -(-n // rows)
+            t = -(-n // TILE_ORDER)
             tiles = t * (t + 1) // 2
         else:
             tiles = 1
-        mma = self.mma and self.dtype == np.float64
+        mma = self.mma and self.dtype == np.float64 and _dmma()
         kernel = nvrtc.kernel("batched_tile.cu",
-                              *batched_tile(self._ctype, TILE_MODES[mode], rows, mma))
+                              *batched_tile(self._ctype, TILE_MODES[mode], mma))
         xargs = self.operand(x, rev, rev)
         oargs = self.operand(o, rev, False)
         fixed = (tiles, n, m, k, int(unit), *_parts(self.dtype, alpha), float(beta), *xargs,
@@ -305,7 +319,7 @@ class BatchedCUDAExecutor(Executor):
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
             nvrtc.launch(kernel, count * tiles, TILE_THREADS, self._stream, self._tile_codes,
-                         first, count, *fixed)
+                         first, count, *fixed, shared=TILE_SHARED * self.dtype.itemsize)
 
     # ------------------------------------------------------------- leaves
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
@@ -325,7 +339,7 @@ class BatchedCUDAExecutor(Executor):
     def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
         if not c.rows:
             return
-        if c.rows > small_max(self.dtype):
+        if c.rows >= _HERK_TILE_FROM.get(self.dtype.name, small_max(self.dtype) + 1):
             self.tile("herk", a, c, n=c.rows, k=a.cols, alpha=alpha, beta=beta)
         else:
             self.small("herk", c, r=a, n=c.rows, m=a.cols, alpha=alpha, beta=beta)

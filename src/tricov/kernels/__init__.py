@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ROWS", "LeafShape",
-           "batched_lanes", "batched_small", "batched_tile", "block_order", "definitions",
-           "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ORDER", "TILE_SHARED",
+           "LeafShape", "batched_lanes", "batched_small", "batched_tile", "block_order",
+           "definitions", "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -55,17 +55,20 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
 
 
-#: Tile rows of the kernels of ``batched_tile.cu`` (tiles are ``TR x 4096 / TR``).
-TILE_ROWS = (64, 128, 256)
+#: Order of the output tiles of the kernels of ``batched_tile.cu`` (``TILE``).
+TILE_ORDER = 64
+#: Elements of dynamic shared memory of a tile kernel (``shared_bytes`` of ``batched_tile.cu``
+#: over the element size; each kernel's definition asserts it).
+TILE_SHARED = 4 * 2 * 16 * (TILE_ORDER + 8)
 
 
-def batched_tile(ctype: str, mode: int, rows: int, mma: bool) -> tuple[str, str]:
+def batched_tile(ctype: str, mode: int, mma: bool) -> tuple[str, str]:
     """Name and defining line of a tile kernel of ``batched_tile.cu`` (``TRICOV_BATCHED_TILE``)
-    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), the tile's rows and
-    whether float64 products run on the tensor cores."""
-    name = f"tricov_batched_tile_{_TAGS[ctype]}{mode}_{rows}{'m' if mma else ''}"
-    return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {rows}, "
-                  f"{'true' if mma else 'false'})")
+    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM) and whether float64
+    products run on the tensor cores."""
+    name = f"tricov_batched_tile_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
+    return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}) "
+                  f"static_assert(tricov::tile::shared_bytes(1) == {TILE_SHARED});")
 
 
 def definitions(source: str) -> dict[str, list[str]]:
@@ -78,9 +81,8 @@ def definitions(source: str) -> dict[str, list[str]]:
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
-        return {t: [batched_tile(t, mode, rows, mma)[1]
-                    for mode, sizes in ((0, TILE_ROWS), (1, (64,)), (2, (64,)))
-                    for rows in sizes for mma in ((False, True) if t == "double" else (False,))]
+        return {t: [batched_tile(t, mode, mma)[1] for mode in range(3)
+                    for mma in ((False, True) if t == "double" else (False,))]
                 for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}

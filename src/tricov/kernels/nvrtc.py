@@ -49,7 +49,9 @@ def function(filename: str, expression: str) -> Any:
 
 #: Shared memory a block may take without opting in (CUDA's static limit).
 _DEFAULT_SHARED = 48 * 1024
-_opted_in: set[tuple[int, int]] = set()
+# Kernels that opted in, by (id, device); each entry holds its kernel, so no other object can
+# take its id while it is recorded.
+_opted_in: dict[tuple[int, int], Any] = {}
 
 
 @functools.cache
@@ -79,7 +81,7 @@ def allow_shared(kernel: Any, nbytes: int) -> None:
     key = (id(kernel), cupy.cuda.Device().id)
     if key not in _opted_in:
         kernel.max_dynamic_shared_size_bytes = shared_max() - kernel.shared_size_bytes
-        _opted_in.add(key)
+        _opted_in[key] = kernel
 
 
 
@@ -115,7 +117,8 @@ def _layout(codes: str) -> tuple[struct.Struct, np.ndarray]:
             np.arange(len(codes), dtype=np.uint64) * np.uint64(_SLOT))
 
 
-def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: Any) -> None:
+def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: Any,
+           shared: int = 0) -> None:
     """Launch ``kernel`` (from :func:`kernel` or :func:`function`) on a 1-D grid.
 
     The parameters are packed into one host buffer by their type codes (see ``_PACK``; a
@@ -135,11 +138,15 @@ def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: A
         One code per parameter of the kernel, in order.
     *args
         The parameters' values.
+    shared : int
+        Bytes of dynamic shared memory (beyond 48 KiB the kernel opts in, see
+        :func:`allow_shared`).
     """
     from cupy.cuda import driver
 
     layout, offsets = _layout(codes)
     buf = np.frombuffer(layout.pack(*args), np.uint8)
     params = offsets + np.uint64(buf.ctypes.data)
-    driver.launchKernel(kernel.kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream,
+    allow_shared(kernel, shared)
+    driver.launchKernel(kernel.kernel.ptr, grid, 1, 1, block, 1, 1, shared, stream,
                         params.ctypes.data, 0)

@@ -1,29 +1,31 @@
 // tricov: shared-memory tile kernels for the leaves of the batched recursions beyond the
-// register kernels (real types, orders up to 256).
+// register kernels (real types).
 //
 // The register kernels of batched_small.cu stop at order 32. Above that, a recursion that
 // stops at order 32 moves every block of its output through memory once per level (cuBLAS
 // batched GEMM in the middle, a leaf kernel at the bottom). These kernels take larger leaves
-// (TRMM up to 256, LAUUM 64, HERK any order) in one launch: one block of 256 threads computes
-// one tile of the output of one member,
+// (TRMM and HERK of any order, LAUUM up to 64) in one launch; one block of 256 threads
+// computes 64 x 64 tiles of the output of one member,
 //
-//   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a tile is all n rows of
-//                                B and TC of its columns (the block that owns them reads them)
-//   HERK   lower triangle of C <- alpha A A^T + beta C   (A n x k): a tile is a 64 x 64
-//                                block of C's lower triangle (beta = 0: C is not read)
+//   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a block owns 64
+//                                columns of B and computes their row tiles from the last up
+//                                (a row tile needs only the rows above it, still unwritten)
+//   HERK   lower triangle of C <- alpha A A^T + beta C   (A n x k): a block computes one
+//                                tile of C's lower triangle (beta = 0: C is not read)
 //   LAUUM  L <- L^T L (lower, n <= 64): one tile, the whole triangle
 //
-// as a sum over k of rank-KC updates Out += X[:, k] Y[k, :], X and Y staged through shared
-// memory chunk by chunk and the tile accumulated in registers, then written once (so TRMM and
-// LAUUM are safe in place: a block writes only what it alone read, after reading all of it).
-// Float64 multiplies on the tensor cores (mma m8n8k4, FP64: the same rounding as FMAs), other
-// types by FMAs; each warp owns a 32 x 16 piece of the tile either way.
+// as a sum over k of rank-16 updates Out += X[:, k] Y[k, :]. X and Y reach shared memory by
+// asynchronous copies (cp.async) into a ring of 4 chunks, 3 in flight while one is
+// multiplied; a tile is accumulated in registers and written once, after everything it
+// reads has been read (so TRMM and LAUUM are safe in place). Where X and Y are the same
+// elements (LAUUM, HERK's diagonal tiles) one chunk serves both. Float64 multiplies on the
+// tensor cores (mma m16n8k4, FP64: the same rounding as FMAs) on sm_90, other types (and
+// float64 elsewhere) by FMAs; each warp owns a 32 x 16 piece of the tile either way.
 //
-// Measured (H200, batch 10240, float64; benchmarks/gpu_batched_tile_probe_h200.txt): HERK and
-// LAUUM leaves of 64 beat the register leaves under cuBLAS; TRMM tiles do not (a tile of TC
-// columns re-reads the whole triangle, and the load-sync-compute loop of small chunks is bound
-// by memory latency at 2 blocks per SM): the default policy keeps TRMM on the register leaves.
-// Next steps: double-buffered staging (cp.async), wider column tiles, fewer registers.
+// Measured (one H100, batch 10240, float64, against torch.matmul / baddbmm on the same
+// data; benchmarks/gpu_batched_h100.txt): SYRK 1.3-1.9x at n = 64..256; LAUUM and TRMM
+// still below torch. Where the time goes (.carry-exp/tile_var.py, parts switched off):
+// at n = 64 the copies and stores alone take 60-95% of the kernel.
 //
 // Operands are read as in batched_small.cu: the canonical element (i, j) of an operand is
 // element (i, j) of its member's column-major memory, or (j, i) if transposed, after an
@@ -43,69 +45,93 @@ enum Flags { TRANSPOSED = 1, REV_ROWS = 4, REV_COLS = 8 };
 enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 
 constexpr int THREADS = 256;
-constexpr int KC = 16;  // k per chunk
+constexpr int TILE = 64;  // output tiles are TILE x TILE, 8 warps of 32 x 16
+constexpr int KC = 16;    // k per chunk
+constexpr int LDS = TILE + 8;  // rows of 8 mod 16 doubles in shared memory: no bank conflicts
+constexpr int STAGES = 4;      // chunks in the ring of shared buffers (3 in flight)
 
-// One member's canonical nr x nc operand.
+// One member's canonical nr x nc operand: element (i, j) at p[i * rs + j * cs] (the strides,
+// which may be negative, carry the transposition and reversals of the variant).
 template <typename T> struct View {
     T* p;
-    long long ld;
-    int flags, nr, nc;
+    long long rs, cs;
+    int nr, nc;
 
-    __device__ __forceinline__ long long at(int i, int j) const {
-        const int r = (flags & REV_ROWS) ? nr - 1 - i : i;
-        const int c = (flags & REV_COLS) ? nc - 1 - j : j;
-        return (flags & TRANSPOSED) ? c + (long long)r * ld : r + (long long)c * ld;
-    }
+    __device__ __forceinline__ T* at(int i, int j) const { return p + i * rs + j * cs; }
     // The transpose, as a view of the same memory.
-    __device__ __forceinline__ View t() const {
-        const int f = (flags ^ TRANSPOSED) & TRANSPOSED;
-        const int rev = ((flags & REV_ROWS) ? REV_COLS : 0) | ((flags & REV_COLS) ? REV_ROWS : 0);
-        return View{p, ld, f | rev, nc, nr};
-    }
+    __device__ __forceinline__ View t() const { return View{p, cs, rs, nc, nr}; }
 };
 
 template <typename T>
 __device__ __forceinline__ View<T> member_view(long long k, const long long* ptrs, long long base,
                                                long long stride, long long offset, long long ld,
                                                int flags, int nr, int nc) {
-    const long long at = (ptrs ? ptrs[k] : base + k * stride) + offset;
-    return View<T>{reinterpret_cast<T*>(at), ld, flags, nr, nc};
+    T* p = reinterpret_cast<T*>((ptrs ? ptrs[k] : base + k * stride) + offset);
+    long long rs = 1, cs = ld;
+    if (flags & TRANSPOSED) rs = ld, cs = 1;
+    if (flags & REV_ROWS) p += (nr - 1) * rs, rs = -rs;
+    if (flags & REV_COLS) p += (nc - 1) * cs, cs = -cs;
+    return View<T>{p, rs, cs, nr, nc};
 }
 
-// s[kk * lds + r] <- V(r0 + r, k0 + kk) for r < R, kk < KC (zero outside the referenced part,
-// outside rows [0, rows) and columns [0, cols)). Threads walk the operand's contiguous index.
-template <typename T, int R>
-__device__ __forceinline__ void stage(T* s, int lds, const View<T>& v, int r0, int rows, int k0,
-                                      int cols, int mask) {
-    const bool by_row = !(v.flags & TRANSPOSED);  // memory-contiguous along r
-#pragma unroll 4
-    for (int e = threadIdx.x; e < R * KC; e += THREADS) {
-        const int r = by_row ? e % R : e / KC;
-        const int kk = by_row ? e / R : e % KC;
+// Copy one element from global to shared memory without waiting (cp.async; zero-filled when
+// !ok, and then `src` is not read), so the copies of the next chunk overlap the products of
+// this one. Completed by copies_done.
+template <typename T>
+__device__ __forceinline__ void copy_async(T* dst, const T* src, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(at), "l"(src),
+                 "n"(sizeof(T)), "r"(ok ? (int)sizeof(T) : 0));
+#else
+    *dst = ok ? *src : T(0);
+#endif
+}
+
+// Close the group of copies this thread issued since the last call.
+__device__ __forceinline__ void copies_sent() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Wait until at most `PENDING` groups of this thread's copies are in flight (a barrier must
+// follow before other threads read them).
+template <int PENDING> __device__ __forceinline__ void copies_done() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+#endif
+}
+
+// s[kk * LDS + r] <- V(r0 + r, k0 + kk) for r < TILE, kk < KC (zero outside the referenced
+// part, outside rows [0, rows) and columns [0, cols)), by asynchronous copies. Where memory
+// runs along k, each run of 4 threads reads 4 consecutive elements (a 32-byte sector of
+// doubles) and a warp covers 8 rows, so the stores to shared memory conflict at most twice.
+template <typename T>
+__device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols,
+                                      int mask) {
+    const bool by_row = v.rs == 1 || v.rs == -1;  // memory-contiguous along r
+#pragma unroll
+    for (int e = threadIdx.x; e < TILE * KC; e += THREADS) {
+        const int r = by_row ? e % TILE : (e >> 2) % TILE;
+        const int kk = by_row ? e / TILE : 4 * ((e >> 2) / TILE) + (e & 3);
         const int i = r0 + r, k = k0 + kk;
-        T x = T(0);
-        if (i < rows && k < cols) {
-            if (mask == ALL || (mask == LOWER && k <= i) || (mask == LOWER_UNIT && k < i) ||
-                (mask == UPPER && k >= i))
-                x = v.p[v.at(i, k)];
-            else if (mask == LOWER_UNIT && k == i)
-                x = T(1);
+        T* dst = s + kk * LDS + r;
+        const bool in = i < rows && k < cols;
+        if (mask == LOWER_UNIT && k == i && in) {
+            *dst = T(1);
+            continue;
         }
-        s[kk * lds + r] = x;
+        const bool ok = in && (mask == ALL || (mask == UPPER ? k >= i : mask == LOWER ? k <= i
+                                                                                    : k < i));
+        copy_async(dst, ok ? v.at(i, k) : v.p, ok);
     }
 }
 
-// Whether the rows [r, r + rn) of X can have a nonzero in columns [k, k + kn).
-__device__ __forceinline__ bool live(int mask, int r, int rn, int k, int kn) {
-    if (mask == LOWER || mask == LOWER_UNIT) return k <= r + rn - 1;
-    if (mask == UPPER) return k + kn - 1 >= r;
-    return true;
-}
-
 // ----------------------------------------------------------------------- warp products
-// A warp's 32 x 16 piece of the tile, rows wr.., columns wc.., accumulated over one chunk.
-// FMA version: lane (g, q) = (lane / 4, lane % 4) owns rows wr + 4g .. + 3, columns
-// wc + 4q .. + 3.
+// A warp's 32 x 16 piece of the tile, rows wr.., columns wc.. of the tile at (i0, j0),
+// accumulated over one chunk (k0 ..). FMA version: lane (g, q) = (lane / 4, lane % 4) owns
+// rows wr + 4g .. + 3, columns wc + 4q .. + 3.
 template <typename T> struct FmaAcc {
     T c[4][4];
 
@@ -115,15 +141,13 @@ template <typename T> struct FmaAcc {
 #pragma unroll
             for (int b = 0; b < 4; ++b) c[a][b] = T(0);
     }
-    __device__ __forceinline__ void chunk(const T* xs, int ldx, const T* ys, int ldy, int wr,
-                                          int wc, int mask, int k0) {
+    __device__ __forceinline__ void chunk(const T* xs, const T* ys, int wr, int wc) {
         const int lane = threadIdx.x & 31, r = wr + 4 * (lane >> 2), q = wc + 4 * (lane & 3);
 #pragma unroll 4
         for (int kk = 0; kk < KC; ++kk) {
-            if (!live(mask, wr, 32, k0 + kk, 1)) continue;
             T x[4], y[4];
 #pragma unroll
-            for (int a = 0; a < 4; ++a) { x[a] = xs[kk * ldx + r + a]; y[a] = ys[kk * ldy + q + a]; }
+            for (int a = 0; a < 4; ++a) { x[a] = xs[kk * LDS + r + a]; y[a] = ys[kk * LDS + q + a]; }
 #pragma unroll
             for (int a = 0; a < 4; ++a)
 #pragma unroll
@@ -140,51 +164,77 @@ template <typename T> struct FmaAcc {
     }
 };
 
-// Tensor-core version (double): 4 x 2 blocks of 8 x 8, mma.m8n8k4 (A row g, column q; B row
-// q, column g; C row g, columns 2q, 2q + 1 with g = lane / 4, q = lane % 4).
+// Tensor-core version (double, sm_90): 2 x 2 blocks of 16 x 8, mma.m16n8k<DK> (with
+// g = lane / 4, q = lane % 4: A element (g + 8 (i % 2), q + 4 (i / 2)) in a[i]; B element
+// (q + 4 i, g) in b[i]; C elements (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is
+// made, zeros included: on an H100, skipping the blocks outside the triangles (tests per
+// block) cost more than it saved, and m16n8k4 was faster than k8, k16 and m8n8k4.
+constexpr int DK = 4;  // k of one product
 struct MmaAcc {
-    double c[4][2][2];
+    double c[2][2][4];
 
     __device__ __forceinline__ void zero() {
 #pragma unroll
-        for (int a = 0; a < 4; ++a)
+        for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int b = 0; b < 2; ++b) c[a][b][0] = c[a][b][1] = 0.0;
+            for (int b = 0; b < 2; ++b)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) c[a][b][i] = 0.0;
     }
-    __device__ __forceinline__ void chunk(const double* xs, int ldx, const double* ys, int ldy,
-                                          int wr, int wc, int mask, int k0) {
+    __device__ __forceinline__ void chunk(const double* xs, const double* ys, int wr, int wc) {
         const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll 2
+        for (int kk = 0; kk < KC; kk += DK) {
+            double y[2][DK / 4];
 #pragma unroll
-        for (int kk = 0; kk < KC; kk += 4) {
-            double y[2];
+            for (int b = 0; b < 2; ++b)
 #pragma unroll
-            for (int b = 0; b < 2; ++b) y[b] = ys[(kk + q) * ldy + wc + 8 * b + g];
+                for (int i = 0; i < DK / 4; ++i) y[b][i] = ys[(kk + q + 4 * i) * LDS + wc + 8 * b + g];
 #pragma unroll
-            for (int a = 0; a < 4; ++a) {
-                if (!live(mask, wr + 8 * a, 8, k0 + kk, 4)) continue;
-                const double x = xs[(kk + q) * ldx + wr + 8 * a + g];
+            for (int a = 0; a < 2; ++a) {
+                double x[DK / 2];
 #pragma unroll
-                for (int b = 0; b < 2; ++b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-                    asm volatile(
-                        "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
-                        "{%0, %1};\n"
-                        : "+d"(c[a][b][0]), "+d"(c[a][b][1])
-                        : "d"(x), "d"(y[b]));
-#endif
-                }
+                for (int i = 0; i < DK / 2; ++i)
+                    x[i] = xs[(kk + q + 4 * (i / 2)) * LDS + wr + 16 * a + g + 8 * (i % 2)];
+#pragma unroll
+                for (int b = 0; b < 2; ++b) product(c[a][b], x, y[b]);
             }
         }
+    }
+    static __device__ __forceinline__ void product(double (&d)[4], const double (&x)[DK / 2],
+                                                   const double (&y)[DK / 4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if constexpr (DK == 4) {
+            asm volatile(
+                "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, "
+                "{%6}, {%0, %1, %2, %3};\n"
+                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                : "d"(x[0]), "d"(x[1]), "d"(y[0]));
+        } else if constexpr (DK == 8) {
+            asm volatile(
+                "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                : "d"(x[0]), "d"(x[1]), "d"(x[2]), "d"(x[3]), "d"(y[0]), "d"(y[1]));
+        } else {
+            asm volatile(
+                "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
+                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                : "d"(x[0]), "d"(x[1]), "d"(x[2]), "d"(x[3]), "d"(x[4]), "d"(x[5]), "d"(x[6]),
+                  "d"(x[7]), "d"(y[0]), "d"(y[1]), "d"(y[2]), "d"(y[3]));
+        }
+#endif
     }
     template <typename F> __device__ __forceinline__ void each(int wr, int wc, F f) const {
         const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
-        for (int a = 0; a < 4; ++a)
+        for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int b = 0; b < 2; ++b) {
-                f(wr + 8 * a + g, wc + 8 * b + 2 * q, c[a][b][0]);
-                f(wr + 8 * a + g, wc + 8 * b + 2 * q + 1, c[a][b][1]);
-            }
+            for (int b = 0; b < 2; ++b)
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    f(wr + 16 * a + g + 8 * (i / 2), wc + 8 * b + 2 * q + i % 2, c[a][b][i]);
     }
 };
 
@@ -193,33 +243,41 @@ template <> struct AccOf<double, true> { using type = MmaAcc; };
 
 // ---------------------------------------------------------------------------- the kernel
 // Members [first, first + count), `tiles` blocks each (block b: member first + b / tiles,
-// tile b % tiles). TR x TC tile, TR * TC = 8 warps of 32 x 16. Operands: x (TRMM: L; HERK:
-// A; LAUUM: L) and o (TRMM: B; HERK: C; LAUUM: L), as in batched_small.cu.
-template <typename T, int MODE, int TR, bool MMA>
+// tile b % tiles). Operands: x (TRMM: L; HERK: A; LAUUM: L) and o (TRMM: B; HERK: C; LAUUM:
+// L), as in batched_small.cu.
+//
+// A block computes output tiles one after the other (TRMM: the row tiles of its 64 columns
+// of B, from the last up, so that the rows a tile needs are still unwritten when it is
+// computed; HERK, LAUUM: one tile) from one stream of chunks: while chunk c is multiplied,
+// the copies of chunk c + 1 (of this tile or the next) are in flight.
+template <typename T, int MODE, bool MMA>
 __device__ __forceinline__ void run(long long first, long long count, int tiles, int n, int m,
                                     int kdim, int unit, T alpha, T beta, const long long* xp,
                                     long long xb, long long xs_, long long xo, long long xld,
                                     int xf, const long long* op, long long ob, long long os,
                                     long long oo, long long old, int of,
                                     const long long* info, int skip) {
-    constexpr int TC = 4096 / TR;
-    constexpr int LDX = TR + 8, LDY = TC + 8;  // rows of 8 mod 16 doubles: no bank conflicts
-    __shared__ T xs[KC * LDX];
-    __shared__ T ys[KC * LDY];
+    // The ring of STAGES buffers, each a chunk of X then one of Y (dynamic shared memory:
+    // shared_bytes(sizeof(T)) from the launch).
+    extern __shared__ __align__(16) unsigned char ring_[];
+    T* const ring = reinterpret_cast<T*>(ring_);
     const long long g = first + blockIdx.x / tiles;
     const int tile = blockIdx.x % tiles;
     if (blockIdx.x / tiles >= count) return;
     if (skip && info && info[g] != 0) return;
 
-    // The output tile [i0, i0 + TR) x [j0, j0 + TC), and what X, Y are.
-    int i0 = 0, j0 = 0, kn = 0, xmask = ALL, ymask = ALL, rows = n, cols = 0;
+    // Row tiles I = top, top - 1, .., last of output columns [j0, j0 + TILE); the k range of
+    // row tile I is [0, kend(I)).
+    int top = 0, last = 0, j0 = 0, cols = n;
+    int xmask = ALL, ymask = ALL;
+    constexpr bool lower_only = MODE != TRMM;  // only the lower triangle of the output is kept
     View<T> o, x, y;
     if (MODE == TRMM) {
         o = member_view<T>(g, op, ob, os, oo, old, of, n, m);
         x = member_view<T>(g, xp, xb, xs_, xo, xld, xf, n, n);
         y = o.t();  // Y(k, j) = B(k, j): staged as rows j of B^T
-        j0 = tile * TC;
-        kn = n;
+        top = (n - 1) / TILE;
+        j0 = tile * TILE;
         cols = m;
         xmask = unit ? LOWER_UNIT : LOWER;
     } else if (MODE == HERK) {
@@ -229,53 +287,90 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         int I = (int)((sqrtf(8.0f * tile + 1.0f) - 1.0f) * 0.5f);
         while ((I + 1) * (I + 2) / 2 <= tile) ++I;
         while (I * (I + 1) / 2 > tile) --I;
-        i0 = I * TR;
-        j0 = (tile - I * (I + 1) / 2) * TC;
-        kn = kdim;
-        cols = n;
-    } else {  // LAUUM: X(i, k) = L(k, i) (k >= i), Y(k, j) = L(k, j) (k >= j)
+        top = last = I;
+        j0 = (tile - I * (I + 1) / 2) * TILE;
+    } else {  // LAUUM (n <= TILE): X(i, k) = L(k, i) (k >= i), Y(k, j) = L(k, j) (k >= j)
         o = member_view<T>(g, op, ob, os, oo, old, of, n, n);
         x = o.t();
         y = x;
-        kn = n;
-        cols = n;
         xmask = ymask = UPPER;
     }
+    const int kn = MODE == HERK ? kdim : n;
+    auto kend = [&](int I) { return MODE == TRMM ? min(kn, (I + 1) * TILE) : kn; };
+    // X and Y are the same staged chunk where they read the same elements (LAUUM; the
+    // diagonal tiles of HERK).
+    const bool same = MODE != TRMM && j0 == top * TILE;
+    auto xbuf = [&](int c) { return ring + (c % STAGES) * 2 * KC * LDS; };
+    auto ybuf = [&](int c) { return same ? xbuf(c) : xbuf(c) + KC * LDS; };
+    // Issue the copies of chunk c: (I, k0) of the stream.
+    auto put = [&](int c, int I, int k0) {
+        stage<T>(xbuf(c), x, I * TILE, n, k0, kn, xmask);
+        if (!same) stage<T>(ybuf(c), y, j0, cols, k0, kn, ymask);
+    };
+
     const int warp = threadIdx.x >> 5;
-    const int wr = (warp % (TR / 32)) * 32, wc = (warp / (TR / 32)) * 16;
+    const int wr = (warp & 1) * 32, wc = (warp >> 1) * 16;
+    const bool read_c = MODE == HERK && beta != T(0);
     typename AccOf<T, MMA>::type acc;
     acc.zero();
-    // LAUUM: chunks below the tile's... every k >= the row matters; TRMM: k <= the last row.
-    for (int k0 = 0; k0 < kn; k0 += KC) {
-        stage<T, TR>(xs, LDX, x, i0, rows, k0, kn, xmask);
-        stage<T, TC>(ys, LDY, y, j0, cols, k0, kn, ymask);
-        __syncthreads();
-        acc.chunk(xs, LDX, ys, LDY, wr, wc, xmask, k0);
-        __syncthreads();
+    // The chunk multiplied now is (I, k0); the next one to issue (nI, nk), STAGES - 1 ahead.
+    int I = top, k0 = 0, nI = top, nk = 0;
+    auto advance = [&](int& i, int& k) {
+        k += KC;
+        if (k >= kend(i)) --i, k = 0;
+    };
+    int issued = 0;
+    for (; issued < STAGES - 1; ++issued) {
+        if (nI >= last && kn > 0) {
+            put(issued, nI, nk);
+            advance(nI, nk);
+        }
+        copies_sent();
     }
-    const bool lower_only = MODE != TRMM;
-    const bool read_c = MODE == HERK && beta != T(0);
-    acc.each(wr, wc, [&](int r, int c, T v) {
-        const int i = i0 + r, j = j0 + c;
-        if (i >= n || j >= cols || (lower_only && j > i)) return;
-        T* at = o.p + o.at(i, j);
-        *at = read_c ? alpha * v + beta * *at : alpha * v;
-    });
+    for (int c = 0;; ++c) {
+        if (nI >= last && kn > 0) {
+            put(issued, nI, nk);
+            advance(nI, nk);
+        }
+        ++issued;
+        copies_sent();
+        copies_done<STAGES - 1>();  // chunk c has landed
+        __syncthreads();
+        if (kn > 0) acc.chunk(xbuf(c), ybuf(c), wr, wc);
+        __syncthreads();  // before the next iteration refills this buffer
+        if (k0 + KC >= kend(I)) {  // row tile I is complete
+            const int i0 = I * TILE;
+            acc.each(wr, wc, [&](int r, int q, T v) {
+                const int i = i0 + r, j = j0 + q;
+                if (i >= n || j >= cols || (lower_only && j > i)) return;
+                T* at = o.at(i, j);
+                *at = read_c ? alpha * v + beta * *at : alpha * v;
+            });
+            acc.zero();
+            if (I == last) break;
+        }
+        advance(I, k0);
+    }
+}
+
+// Dynamic shared memory of a tile kernel for elements of `itemsize` bytes.
+__host__ __device__ constexpr int shared_bytes(int itemsize) {
+    return STAGES * 2 * KC * LDS * itemsize;
 }
 
 }  // namespace tile
 }  // namespace tricov
 
 // A kernel with C linkage (cached on disk by CuPy, see kernels/nvrtc.py): kernels/__init__.py
-// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, TR, MMA) to this file.
-#define TRICOV_BATCHED_TILE(NAME, T, MODE, TR, MMA)                                            \
-    extern "C" __global__ void __launch_bounds__(tricov::tile::THREADS)                       \
+// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA) to this file.
+#define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA)                                                \
+    extern "C" __global__ void __launch_bounds__(tricov::tile::THREADS)                        \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
          long long xld, int xf, const long long* op, long long ob, long long os, long long oo, \
          long long old, int of, const long long* info, int skip)                               \
     {                                                                                          \
-        tricov::tile::run<T, MODE, TR, MMA>(first, count, tiles, n, m, kdim, unit, alpha,     \
-                                            beta, xp, xb, xs, xo, xld, xf, op, ob, os, oo,     \
-                                            old, of, info, skip);                              \
+        tricov::tile::run<T, MODE, MMA>(first, count, tiles, n, m, kdim, unit, alpha, beta,   \
+                                        xp, xb, xs, xo, xld, xf, op, ob, os, oo, old, of,     \
+                                        info, skip);                                          \
     }
