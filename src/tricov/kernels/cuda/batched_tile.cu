@@ -143,7 +143,7 @@ template <typename T> struct FmaAcc {
     }
     __device__ __forceinline__ void chunk(const T* xs, const T* ys, int wr, int wc) {
         const int lane = threadIdx.x & 31, r = wr + 4 * (lane >> 2), q = wc + 4 * (lane & 3);
-#pragma unroll 4
+#pragma unroll
         for (int kk = 0; kk < KC; ++kk) {
             T x[4], y[4];
 #pragma unroll
