@@ -55,11 +55,10 @@ constexpr int STAGES = 4;      // chunks in the ring of shared buffers (3 in fli
 template <typename T> struct View {
     T* p;
     long long rs, cs;
-    int nr, nc;
 
     __device__ __forceinline__ T* at(int i, int j) const { return p + i * rs + j * cs; }
     // The transpose, as a view of the same memory.
-    __device__ __forceinline__ View t() const { return View{p, cs, rs, nc, nr}; }
+    __device__ __forceinline__ View t() const { return View{p, cs, rs}; }
 };
 
 template <typename T>
@@ -71,7 +70,7 @@ __device__ __forceinline__ View<T> member_view(long long k, const long long* ptr
     if (flags & TRANSPOSED) rs = ld, cs = 1;
     if (flags & REV_ROWS) p += (nr - 1) * rs, rs = -rs;
     if (flags & REV_COLS) p += (nc - 1) * cs, cs = -cs;
-    return View<T>{p, rs, cs, nr, nc};
+    return View<T>{p, rs, cs};
 }
 
 // Copy one element from global to shared memory without waiting (cp.async; zero-filled when
