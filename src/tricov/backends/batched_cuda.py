@@ -74,12 +74,14 @@ def _dmma_on(device: int) -> bool:
     return int(cupy.cuda.Device(device).compute_capability) >= 90
 
 
-def _dmma() -> bool:
-    """Whether the current device multiplies float64 on its tensor cores in the tile kernels'
-    shape (mma m16n8k4: compute capability 9.0 and later)."""
+def _tile_mma(dtype: np.dtype) -> bool:
+    """Whether the tile kernels of ``dtype`` multiply on the current device's tensor cores:
+    float64, where the device has FP64 MMA in the kernels' shape (m16n8k4: compute
+    capability 9.0 and later), unless :attr:`BatchedCUDAExecutor.mma` is off."""
     import cupy
 
-    return _dmma_on(cupy.cuda.Device().id)
+    return (BatchedCUDAExecutor.mma and np.dtype(dtype) == np.float64
+            and _dmma_on(cupy.cuda.Device().id))
 
 
 def small_max(dtype: np.dtype) -> int:
@@ -134,8 +136,8 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
                  for order in orders for op, code in OPS.items()]
         if dtype.kind == "f":
-            mma = BatchedCUDAExecutor.mma and dtype == np.float64 and _dmma()
-            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma) for mode in range(3)]
+            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, _tile_mma(dtype))
+                     for mode in range(3)]
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -308,9 +310,8 @@ class BatchedCUDAExecutor(Executor):
             tiles = t * (t + 1) // 2
         else:
             tiles = 1
-        mma = self.mma and self.dtype == np.float64 and _dmma()
         kernel = nvrtc.kernel("batched_tile.cu",
-                              *batched_tile(self._ctype, TILE_MODES[mode], mma))
+                              *batched_tile(self._ctype, TILE_MODES[mode], _tile_mma(self.dtype)))
         xargs = self.operand(x, rev, rev)
         oargs = self.operand(o, rev, False)
         fixed = (tiles, n, m, k, int(unit), *_parts(self.dtype, alpha), float(beta), *xargs,

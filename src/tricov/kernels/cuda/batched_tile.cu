@@ -128,8 +128,8 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
 }
 
 // ----------------------------------------------------------------------- warp products
-// A warp's 32 x 16 piece of the tile, rows wr.., columns wc.. of the tile at (i0, j0),
-// accumulated over one chunk (k0 ..). FMA version: lane (g, q) = (lane / 4, lane % 4) owns
+// A warp's 32 x 16 piece of the tile, rows wr.., columns wc.., accumulated over one chunk.
+// FMA version: lane (g, q) = (lane / 4, lane % 4) owns
 // rows wr + 4g .. + 3, columns wc + 4q .. + 3.
 template <typename T> struct FmaAcc {
     T c[4][4];
@@ -163,12 +163,11 @@ template <typename T> struct FmaAcc {
     }
 };
 
-// Tensor-core version (double, sm_90): 2 x 2 blocks of 16 x 8, mma.m16n8k<DK> (with
-// g = lane / 4, q = lane % 4: A element (g + 8 (i % 2), q + 4 (i / 2)) in a[i]; B element
-// (q + 4 i, g) in b[i]; C elements (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is
-// made, zeros included: on an H100, skipping the blocks outside the triangles (tests per
-// block) cost more than it saved, and m16n8k4 was faster than k8, k16 and m8n8k4.
-constexpr int DK = 4;  // k of one product
+// Tensor-core version (double, sm_90): 2 x 2 blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
+// q = lane % 4: A elements (g, q) and (g + 8, q); B element (q, g); C elements
+// (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is made, zeros included: on an H100,
+// skipping the blocks outside the triangles (tests per block) cost more than it saved, and
+// m16n8k4 was faster than m16n8k8, m16n8k16 and m8n8k4.
 struct MmaAcc {
     double c[2][2][4];
 
@@ -183,46 +182,24 @@ struct MmaAcc {
     __device__ __forceinline__ void chunk(const double* xs, const double* ys, int wr, int wc) {
         const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll 2
-        for (int kk = 0; kk < KC; kk += DK) {
-            double y[2][DK / 4];
+        for (int kk = 0; kk < KC; kk += 4) {
+            const double* xk = xs + (kk + q) * LDS + wr + g;
+            const double* yk = ys + (kk + q) * LDS + wc + g;
 #pragma unroll
-            for (int b = 0; b < 2; ++b)
+            for (int a = 0; a < 2; ++a)
 #pragma unroll
-                for (int i = 0; i < DK / 4; ++i) y[b][i] = ys[(kk + q + 4 * i) * LDS + wc + 8 * b + g];
-#pragma unroll
-            for (int a = 0; a < 2; ++a) {
-                double x[DK / 2];
-#pragma unroll
-                for (int i = 0; i < DK / 2; ++i)
-                    x[i] = xs[(kk + q + 4 * (i / 2)) * LDS + wr + 16 * a + g + 8 * (i % 2)];
-#pragma unroll
-                for (int b = 0; b < 2; ++b) product(c[a][b], x, y[b]);
-            }
+                for (int b = 0; b < 2; ++b)
+                    product(c[a][b], xk[16 * a], xk[16 * a + 8], yk[8 * b]);
         }
     }
-    static __device__ __forceinline__ void product(double (&d)[4], const double (&x)[DK / 2],
-                                                   const double (&y)[DK / 4]) {
+    static __device__ __forceinline__ void product(double (&d)[4], double x0, double x1,
+                                                   double y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        if constexpr (DK == 4) {
-            asm volatile(
-                "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, "
-                "{%6}, {%0, %1, %2, %3};\n"
-                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                : "d"(x[0]), "d"(x[1]), "d"(y[0]));
-        } else if constexpr (DK == 8) {
-            asm volatile(
-                "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
-                "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                : "d"(x[0]), "d"(x[1]), "d"(x[2]), "d"(x[3]), "d"(y[0]), "d"(y[1]));
-        } else {
-            asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
-                "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
-                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                : "d"(x[0]), "d"(x[1]), "d"(x[2]), "d"(x[3]), "d"(x[4]), "d"(x[5]), "d"(x[6]),
-                  "d"(x[7]), "d"(y[0]), "d"(y[1]), "d"(y[2]), "d"(y[3]));
-        }
+        asm volatile(
+            "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+            "{%0, %1, %2, %3};\n"
+            : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+            : "d"(x0), "d"(x1), "d"(y));
 #endif
     }
     template <typename F> __device__ __forceinline__ void each(int wr, int wc, F f) const {
@@ -318,21 +295,19 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         k += KC;
         if (k >= kend(i)) --i, k = 0;
     };
+    // Issue the copies of the next chunk of the stream, if any, into the next buffer.
     int issued = 0;
-    for (; issued < STAGES - 1; ++issued) {
-        if (nI >= last && kn > 0) {
-            put(issued, nI, nk);
-            advance(nI, nk);
-        }
-        copies_sent();
-    }
-    for (int c = 0;; ++c) {
+    auto issue = [&]() {
         if (nI >= last && kn > 0) {
             put(issued, nI, nk);
             advance(nI, nk);
         }
         ++issued;
         copies_sent();
+    };
+    for (int s = 0; s < STAGES - 1; ++s) issue();
+    for (int c = 0;; ++c) {
+        issue();
         copies_done<STAGES - 1>();  // chunk c has landed
         __syncthreads();
         if (kn > 0) acc.chunk(xbuf(c), ybuf(c), wr, wc);
