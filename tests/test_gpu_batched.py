@@ -542,9 +542,10 @@ def test_million_members(cp) -> None:
     assert (got[:, 0, 1] == a[:, 0, 1]).all()
 
 
-@pytest.mark.parametrize("n", [6, 40])
+@pytest.mark.parametrize("n", [6, 40, 100])
 def test_split_launches(cp, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
-    """Batches split over several launches (kernels) and cuBLAS calls compute every member."""
+    """Batches split over several launches (register and tile kernels) and cuBLAS calls
+    compute every member, the failing one skipped."""
     from tricov.backends import batched_cuda
 
     monkeypatch.setattr(batched_cuda, "MAX_BLOCKS", 3)
@@ -561,6 +562,30 @@ def test_split_launches(cp, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
         if k != 20:
             assert_small(solve_error(hermitian_from(a[k], "L"), got[k], rhs[k]), np.float64, n)
     assert_bitwise_equal(got[20], rhs[20], "posv B of the failing member")
+    x = cp.asarray(a)
+    info = cp.asnumpy(tc.batched.poti(x, check=False))
+    assert info.tolist() == [3 if k == 20 else 0 for k in range(37)]
+    got = cp.asnumpy(x)
+    for k in range(37):
+        if k != 20:
+            assert_small(inverse_error(hermitian_from(a[k], "L"), got[k], "L"), np.float64, n)
+    tri = np.stack([random_triangular(rng, n, np.float64, uplo="U") for _ in range(37)])
+    wide = random_general(rng, (37, n, 150), np.float64)
+    c = np.stack([random_spd(rng, n, np.float64) for _ in range(37)])
+    tc.set_leaf_size("batched_gpu", "trmm", np.float64, 256)
+    try:
+        db, dc = cp.asarray(wide), cp.asarray(c)
+        tc.batched.trmm(cp.asarray(tri), db, uplo="U", alpha=-0.5)
+        tc.batched.syrk(db, dc, alpha=0.25, beta=-1.0)
+    finally:
+        tc.set_leaf_size("batched_gpu", "trmm", np.float64, None)
+    got_b, got_c = cp.asnumpy(db), cp.asnumpy(dc)
+    for k in range(37):
+        err = trmm_error(tri[k], wide[k], got_b[k], side="L", uplo="U", trans="N", diag="N",
+                         alpha=-0.5)
+        assert_small(err, np.float64, n, f"trmm member {k}")
+        err = syrk_error(got_b[k], c[k], got_c[k], uplo="L", trans="N", alpha=0.25, beta=-1.0)
+        assert_small(err, np.float64, 151, f"syrk member {k}")
 
 
 # ----------------------------------------------------------------------- interoperability

@@ -22,11 +22,15 @@
 // tensor cores (mma m16n8k4, FP64: the same rounding as FMAs) on sm_90, other types (and
 // float64 elsewhere) by FMAs; each warp owns a 32 x 16 piece of the tile either way.
 //
-// Measured (one H100, batch 10240, float64, against torch.matmul / baddbmm on the same
-// data; benchmarks/gpu_batched_h100.txt): SYRK 1.3-1.9x at n = 64..256; LAUUM and TRMM
-// still below torch. Where the time goes (.carry-exp/tile_var.py, parts switched off):
-// at n = 64 the copies and stores alone take 60-95% of the kernel.
-//
+// Memory is moved in pairs of neighbouring elements where it can be (16-byte copies of
+// doubles, bypassing L1, and 16-byte stores): an operand whose memory runs along r in aligned
+// pairs is staged so, and an output whose rows have unit stride is stored so; other layouts
+// move single elements. On one H100 (batch 10240, float64, C order, .carry-exp/stream_ab.py)
+// that took TRMM of order 64 from 0.417 to 0.325 ms (torch.matmul 0.340) and LAUUM 64 from
+// 0.241 to 0.223 ms (0.229); Nsight Compute had put the kernels' limit in the L1 and L2
+// request rates of 8-byte accesses (TRMM: L2 80% busy, DRAM 53%; now 70% and 67%).
+// Benchmarks: benchmarks/gpu_batched_h100.txt.
+
 // Operands are read as in batched_small.cu: the canonical element (i, j) of an operand is
 // element (i, j) of its member's column-major memory, or (j, i) if transposed, after an
 // optional reversal of i (and j), so every variant (C order, uplo, side, trans) runs on the
@@ -87,6 +91,36 @@ __device__ __forceinline__ void copy_async(T* dst, const T* src, bool ok) {
 #endif
 }
 
+// Two elements adjacent in memory, as one vector (16 bytes for double, 8 for float).
+template <typename T> struct PairOf;
+template <> struct PairOf<double> { using type = double2; };
+template <> struct PairOf<float> { using type = float2; };
+
+// Whether element pairs (2 m, 2 m + 1) of a run of unit stride starting at `p` are aligned
+// for vector access: `p` is, and so is every run (`other`, the stride between runs, is even).
+template <typename T>
+__device__ __forceinline__ bool pairs_aligned(const T* p, long long other) {
+    return reinterpret_cast<unsigned long long>(p) % (2 * sizeof(T)) == 0 && other % 2 == 0;
+}
+
+// copy_async of the two elements src[0], src[1] (aligned as a pair) into dst[0], dst[1]: one
+// copy of 16 bytes (double, bypassing L1) or 8 (float).
+template <typename T>
+__device__ __forceinline__ void copy_async_pair(T* dst, const T* src, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if (sizeof(T) == 8)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(at), "l"(src),
+                     "r"(ok ? 16 : 0));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(at), "l"(src),
+                     "r"(ok ? 8 : 0));
+#else
+    dst[0] = ok ? src[0] : T(0);
+    dst[1] = ok ? src[1] : T(0);
+#endif
+}
+
 // Close the group of copies this thread issued since the last call.
 __device__ __forceinline__ void copies_sent() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -104,27 +138,47 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 
 // s[kk * LDS + r] <- V(r0 + r, k0 + kk) for r < TILE, kk < KC (zero outside the referenced
 // part, outside rows [0, rows) and columns [0, cols)), by asynchronous copies. Where memory
-// runs along k, each run of 4 threads reads 4 consecutive elements (a 32-byte sector of
-// doubles) and a warp covers 8 rows, so the stores to shared memory conflict at most twice.
+// runs along r, ascending, in aligned pairs, each thread copies pairs (r, r + 1) (one vector
+// copy where both elements are read alike) and a warp covers 64 rows; where memory runs along
+// k, each run of 4 threads reads 4 consecutive elements (a 32-byte sector of doubles) and a
+// warp covers 8 rows, so the stores to shared memory conflict at most twice.
 template <typename T>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols,
                                       int mask) {
-    const bool by_row = v.rs == 1 || v.rs == -1;  // memory-contiguous along r
-#pragma unroll
-    for (int e = threadIdx.x; e < TILE * KC; e += THREADS) {
-        const int r = by_row ? e % TILE : (e >> 2) % TILE;
-        const int kk = by_row ? e / TILE : 4 * ((e >> 2) / TILE) + (e & 3);
+    auto ok = [&](int i, int k) {
+        return i < rows && k < cols &&
+               (mask == ALL || (mask == UPPER ? k >= i : mask == LOWER ? k <= i : k < i));
+    };
+    auto one = [&](int r, int kk) {
         const int i = r0 + r, k = k0 + kk;
         T* dst = s + kk * LDS + r;
-        const bool in = i < rows && k < cols;
-        if (mask == LOWER_UNIT && k == i && in) {
+        if (mask == LOWER_UNIT && k == i && i < rows && k < cols) {
             *dst = T(1);
-            continue;
+            return;
         }
-        const bool ok = in && (mask == ALL || (mask == UPPER ? k >= i : mask == LOWER ? k <= i
-                                                                                    : k < i));
-        copy_async(dst, ok ? v.at(i, k) : v.p, ok);
+        const bool in = ok(i, k);
+        copy_async(dst, in ? v.at(i, k) : v.p, in);
+    };
+    if (v.rs == 1 && pairs_aligned(v.p, v.cs)) {
+#pragma unroll
+        for (int e = threadIdx.x; e < TILE * KC / 2; e += THREADS) {
+            const int r = 2 * (e % (TILE / 2)), kk = e / (TILE / 2);
+            const int i = r0 + r, k = k0 + kk;
+            const bool in = ok(i, k);
+            if (in == ok(i + 1, k) && !(mask == LOWER_UNIT && (k == i || k == i + 1))) {
+                copy_async_pair(s + kk * LDS + r, in ? v.at(i, k) : v.p, in);
+            } else {
+                one(r, kk);
+                one(r + 1, kk);
+            }
+        }
+        return;
     }
+    const bool by_row = v.rs == -1;  // memory-contiguous along r, descending
+#pragma unroll
+    for (int e = threadIdx.x; e < TILE * KC; e += THREADS)
+        one(by_row ? e % TILE : (e >> 2) % TILE,
+            by_row ? e / TILE : 4 * ((e >> 2) / TILE) + (e & 3));
 }
 
 // ----------------------------------------------------------------------- warp products
@@ -153,13 +207,14 @@ template <typename T> struct FmaAcc {
                 for (int b = 0; b < 4; ++b) c[a][b] += x[a] * y[b];
         }
     }
-    // Visit every owned element: f(row in tile, column in tile, value).
-    template <typename F> __device__ __forceinline__ void each(int wr, int wc, F f) const {
+    // Visit every owned element, in pairs of neighbours in a row: f(row in tile, (even)
+    // column in tile, value there, value in the next column).
+    template <typename F> __device__ __forceinline__ void each_pair(int wr, int wc, F f) const {
         const int lane = threadIdx.x & 31, r = wr + 4 * (lane >> 2), q = wc + 4 * (lane & 3);
 #pragma unroll
         for (int a = 0; a < 4; ++a)
 #pragma unroll
-            for (int b = 0; b < 4; ++b) f(r + a, q + b, c[a][b]);
+            for (int b = 0; b < 4; b += 2) f(r + a, q + b, c[a][b], c[a][b + 1]);
     }
 };
 
@@ -202,15 +257,16 @@ struct MmaAcc {
             : "d"(x0), "d"(x1), "d"(y));
 #endif
     }
-    template <typename F> __device__ __forceinline__ void each(int wr, int wc, F f) const {
+    template <typename F> __device__ __forceinline__ void each_pair(int wr, int wc, F f) const {
         const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
             for (int b = 0; b < 2; ++b)
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    f(wr + 16 * a + g + 8 * (i / 2), wc + 8 * b + 2 * q + i % 2, c[a][b][i]);
+                for (int h = 0; h < 2; ++h)
+                    f(wr + 16 * a + g + 8 * h, wc + 8 * b + 2 * q, c[a][b][2 * h],
+                      c[a][b][2 * h + 1]);
     }
 };
 
@@ -314,11 +370,36 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         __syncthreads();  // before the next iteration refills this buffer
         if (k0 + KC >= kend(I)) {  // row tile I is complete
             const int i0 = I * TILE;
-            acc.each(wr, wc, [&](int r, int q, T v) {
+            auto kept = [&](int i, int j) { return i < n && j < cols && !(lower_only && j > i); };
+            // HERK with beta (one tile per block: the ring is free now): C's tile is staged
+            // first, c[q * LDS + r] = C(i0 + r, j0 + q), so that its loads overlap.
+            const T* c = ring;
+            if (read_c) {
+                const bool by_row = o.rs == 1 || o.rs == -1;
+#pragma unroll 4
+                for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+                    const int r = by_row ? e % TILE : e / TILE, q = by_row ? e / TILE : e % TILE;
+                    const bool ok = kept(i0 + r, j0 + q);
+                    copy_async(ring + q * LDS + r, ok ? o.at(i0 + r, j0 + q) : o.p, ok);
+                }
+                copies_sent();
+                copies_done<0>();
+                __syncthreads();
+            }
+            // Rows of unit stride in aligned pairs: neighbours in a row are stored as one.
+            const bool pairs = o.cs == 1 && pairs_aligned(o.p, o.rs);
+            acc.each_pair(wr, wc, [&](int r, int q, T v0, T v1) {
                 const int i = i0 + r, j = j0 + q;
-                if (i >= n || j >= cols || (lower_only && j > i)) return;
-                T* at = o.at(i, j);
-                *at = read_c ? alpha * v + beta * *at : alpha * v;
+                const T w0 = read_c ? alpha * v0 + beta * c[q * LDS + r] : alpha * v0;
+                const T w1 = read_c ? alpha * v1 + beta * c[(q + 1) * LDS + r] : alpha * v1;
+                const bool keep0 = kept(i, j), keep1 = kept(i, j + 1);
+                if (pairs && keep0 && keep1) {
+                    using P = typename PairOf<T>::type;
+                    *reinterpret_cast<P*>(o.at(i, j)) = P{w0, w1};
+                    return;
+                }
+                if (keep0) *o.at(i, j) = w0;
+                if (keep1) *o.at(i, j + 1) = w1;
             });
             acc.zero();
             if (I == last) break;
@@ -326,6 +407,15 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         advance(I, k0);
     }
 }
+
+// Blocks per multiprocessor the kernel is compiled for (registers at most 65536 / (256 x
+// that)): 3, as many as the shared memory of float64 holds, except for float64 HERK, which
+// takes 2 (at 3 its registers would spill).
+__host__ __device__ constexpr int min_blocks(int itemsize, int mode) {
+    return itemsize == 8 && mode == HERK ? 2 : 3;
+}
+
+static_assert((TILE - 1) * LDS + TILE <= STAGES * 2 * KC * LDS, "a staged C tile fits the ring");
 
 // Dynamic shared memory of a tile kernel for elements of `itemsize` bytes.
 __host__ __device__ constexpr int shared_bytes(int itemsize) {
@@ -338,7 +428,8 @@ __host__ __device__ constexpr int shared_bytes(int itemsize) {
 // A kernel with C linkage (cached on disk by CuPy, see kernels/nvrtc.py): kernels/__init__.py
 // names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA) to this file.
 #define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA)                                                \
-    extern "C" __global__ void __launch_bounds__(tricov::tile::THREADS)                        \
+    extern "C" __global__ void                                                                 \
+    __launch_bounds__(tricov::tile::THREADS, tricov::tile::min_blocks(sizeof(T), MODE))      \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
          long long xld, int xf, const long long* op, long long ob, long long os, long long oo, \
