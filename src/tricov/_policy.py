@@ -89,17 +89,19 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
-    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu), and float64 TRMM
-    # too. On one H100, batch 10240 (.carry-exp/tile_ab.py, 2026-11-22, ms): SYRK leaves of
-    # 64 / 128 / whole at n = 256 took 8.7 / 9.5 / 13.0 (float64) and 7.5 / 9.0 / 12.6
-    # (float32); float64 TRMM n = 64 / 128 / 256 0.47 / 2.57 / 13.7 with leaves of 64 against
-    # 0.55 / 2.70 / 13.9 with the register leaves of 32, float32 0.44 / 2.16 / 11.0 against
-    # 0.36 / 1.51 / 8.3 (its tile kernel multiplies by FMAs).
+    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu), float64 TRMM
+    # leaves of 128. On one H100, batch 10240, C order (.carry-exp/stream_ab.py, 2026-11-23,
+    # ms): SYRK leaves of 64 / 128 / 256 at n = 256 took 9.0 / 9.7 / 13.1 (float64) and
+    # 7.4 / 8.8 / 12.2 (float32); float64 TRMM n = 128 / 256 with leaves of 32 / 64 / 128 /
+    # 256: 2.68 / 2.00 / 1.74 / 1.75 and 13.8 / 11.4 / 10.2 / 11.2 (F order 3.07 / 2.22 / 1.99
+    # / 2.00 and 15.3 / 12.5 / 11.9 / 13.1); float32 TRMM 1.50 / 1.79 / 1.87 / 1.88 and
+    # 8.3 / 9.6 / 9.9 / 11.9, so float32 keeps the register leaves (its tile kernel
+    # multiplies by FMAs).
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
                     "float32": LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32,
                                          lauum=64),
-                    "float64": LeafSizes(trsm=32, trmm=64, syrk=64, potrf=32, trtri=32,
+                    "float64": LeafSizes(trsm=32, trmm=128, syrk=64, potrf=32, trtri=32,
                                          lauum=64)},
 }
 
