@@ -90,7 +90,7 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
     # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu), float64 TRMM
-    # leaves of 128. On one H100, batch 10240, C order (.carry-exp/stream_ab.py, 2026-11-23,
+    # leaves of 128. On one H100, batch 10240, C order (.carry-exp/stream_ab.py, 2026-11-22,
     # ms): SYRK leaves of 64 / 128 / 256 at n = 256 took 9.0 / 9.7 / 13.1 (float64) and
     # 7.4 / 8.8 / 12.2 (float32); float64 TRMM n = 128 / 256 with leaves of 32 / 64 / 128 /
     # 256: 2.68 / 2.00 / 1.74 / 1.75 and 13.8 / 11.4 / 10.2 / 11.2 (F order 3.07 / 2.22 / 1.99
