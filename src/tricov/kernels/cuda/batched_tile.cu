@@ -139,9 +139,11 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 // s[kk * LDS + r] <- V(r0 + r, k0 + kk) for r < TILE, kk < KC (zero outside the referenced
 // part, outside rows [0, rows) and columns [0, cols)), by asynchronous copies. Where memory
 // runs along r, ascending, in aligned pairs, each thread copies pairs (r, r + 1) (one vector
-// copy where both elements are read alike) and a warp covers 64 rows; where memory runs along
-// k, each run of 4 threads reads 4 consecutive elements (a 32-byte sector of doubles) and a
-// warp covers 8 rows, so the stores to shared memory conflict at most twice.
+// copy where both elements are read alike) and a warp covers 64 rows; descending, single
+// elements, a warp 32 rows. Otherwise (memory along k, or along r ascending but not in
+// aligned pairs: taking those by rows too spilled registers) each run of 4 threads reads 4
+// consecutive k (a 32-byte sector of doubles where memory runs along k) and a warp covers 8
+// rows, so the stores to shared memory conflict at most twice.
 template <typename T>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols,
                                       int mask) {
@@ -174,7 +176,7 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
         }
         return;
     }
-    const bool by_row = v.rs == -1;  // memory-contiguous along r, descending
+    const bool by_row = v.rs == -1;  // memory runs along r, descending
 #pragma unroll
     for (int e = threadIdx.x; e < TILE * KC; e += THREADS)
         one(by_row ? e % TILE : (e >> 2) % TILE,
