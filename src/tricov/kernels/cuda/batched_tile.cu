@@ -374,7 +374,9 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
             const int i0 = I * TILE;
             auto kept = [&](int i, int j) { return i < n && j < cols && !(lower_only && j > i); };
             // HERK with beta (one tile per block: the ring is free now): C's tile is staged
-            // first, c[q * LDS + r] = C(i0 + r, j0 + q), so that its loads overlap.
+            // first, c[q * LDS + r] = C(i0 + r, j0 + q), so that its loads overlap. (By this
+            // loop rather than stage() per chunk of columns, which spilled the registers of
+            // the float HERK kernel.)
             const T* c = ring;
             if (read_c) {
                 const bool by_row = o.rs == 1 || o.rs == -1;
