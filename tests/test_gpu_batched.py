@@ -6,10 +6,10 @@ dtype, member by member with the backward-error measures of ``reference.py`` (to
 sub-blocks of NaN-filled buffers, interleaved and reversed members, no unit stride) plus a
 stack whose members are not one stride apart (device address arrays instead of a base and a
 stride). Orders cover every group width of the register kernels (1 and 3: 4 lanes, 6: 8,
-12: 16, 17 to 32: 32), the 64 x 64 tiles of the tile kernels of real types (33 and 64: one
-tile, 100 and 200: two and four row tiles, the last partial; SYRK 130: a partial third row of
-tiles) and the recursions over the batched cuBLAS executor (for complex dtypes, whose kernels
-stop at 16, already 17 to 32).
+12: 16, 17 to 32: 32), the tile kernels of real types (TRMM, SYRK and LAUUM from about 20
+to 32: one 32 x 32 tile; 33 and 64: one 64 x 64 tile, 100 and 200: two and four row tiles,
+the last partial; SYRK 130: a partial third row of tiles) and the recursions over the
+batched cuBLAS executor (for complex dtypes, whose kernels stop at 16, already 17 to 32).
 What an operation must not read holds NaN, and what it must not write is compared bitwise.
 """
 

@@ -12,7 +12,8 @@ receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset
   register kernels of ``kernels/cuda/batched_small.cu``, on any logical view directly (they
   read and write transposed, conjugated and reversed operands themselves);
 * larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`, where the
-  leaf-size policy sends them): the tile kernels of ``kernels/cuda/batched_tile.cu``, one
+  leaf-size policy sends them), and those from the orders of ``_TILE_FROM`` up to 32: the tile
+  kernels of ``kernels/cuda/batched_tile.cu`` (tiles of 32 up to order 32, else of 64), one
   launch per leaf instead of a recursion down to order 32; float64 products on the tensor
   cores.
 
@@ -34,7 +35,16 @@ import numpy as np
 from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
-from ..kernels import TILE_ORDER, TILE_SHARED, batched_lanes, batched_small, batched_tile, nvrtc
+from ..kernels import (
+    TILE_ORDERS,
+    batched_lanes,
+    batched_small,
+    batched_tile,
+    nvrtc,
+    tile_order,
+    tile_shared,
+    tile_threads,
+)
 from . import cuda_libs as lib
 from .base import Executor
 from .cuda_libs import GEMM_CHUNK
@@ -54,17 +64,22 @@ BLOCK = 128
 MAX_BLOCKS = 2**31 - 1
 #: Operation codes of the tile kernels (``enum Mode`` of batched_tile.cu).
 TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
-#: Threads per block of the tile kernels.
-TILE_THREADS = 256
 #: Largest leaf of the tile kernels, by leaf-size name: TRMM and HERK take any order (tiles
-#: of TILE_ORDER), LAUUM one tile.
-_TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDER, "syrk": 1 << 30}
-
-
-#: Smallest order of a HERK leaf that the tile kernel takes, where it is below the register
-#: kernels' largest (one H100, batch 10240, order 32, k = 32: float64 0.20 ms on the tile
-#: kernel, 0.29 ms on the register kernel; float32 0.17 against 0.16, so it stays).
-_HERK_TILE_FROM = {"float64": 17}
+#: of 64), LAUUM one tile.
+_TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
+#: Smallest order of a TRMM, HERK or LAUUM leaf of a real dtype that the tile kernels take
+#: below the register kernels' largest (tiles of 32 up to order 32); smaller orders, and
+#: float32 TRMM up to 32, run on the register kernels. Each is where the tile kernel became the
+#: faster one on an H100 (batch 10240, C and F order, orders 17 / 20 / 24 / 28 / 32, device
+#: time, .carry-exp/t32.py, 2026-11-22): float64 TRMM 0.049 / 0.056 / 0.065 / 0.078 / 0.093
+#: ms on the register kernel against 0.066 / 0.058 / 0.059 / 0.069 / 0.082 on tiles of 32,
+#: HERK (beta 1) 0.110 / 0.131 / 0.186 / 0.231 / 0.331 against 0.073 / 0.073 / 0.076 / 0.085
+#: / 0.091, LAUUM 0.034 / 0.042 / 0.059 / 0.074 / 0.091 against 0.040 / 0.037 / 0.038 /
+#: 0.041 / 0.045; float32 HERK 0.068 / 0.081 / 0.103 / 0.126 / 0.152 against 0.068 / 0.066 /
+#: 0.067 / 0.068 / 0.070, LAUUM 0.022 / 0.026 / 0.033 / 0.041 / 0.054 against 0.046 / 0.040
+#: / 0.041 / 0.043 / 0.045; float32 TRMM 0.054 against 0.062 at 32.
+_TILE_FROM = {("float64", "trmm"): 24, ("float64", "herk"): 17, ("float64", "lauum"): 20,
+              ("float32", "herk"): 20, ("float32", "lauum"): 29}
 
 
 @functools.cache
@@ -136,8 +151,8 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
                  for order in orders for op, code in OPS.items()]
         if dtype.kind == "f":
-            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, _tile_mma(dtype))
-                     for mode in range(3)]
+            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, _tile_mma(dtype), order)
+                     for mode in range(3) for order in TILE_ORDERS]
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -303,15 +318,16 @@ class BatchedCUDAExecutor(Executor):
         + beta o, ``x`` n x k. LAUUM: lower triangle of ``o`` <- o^T o (``x`` unused).
         Members already failed are skipped.
         """
+        order = tile_order(n)
         if mode == "trmm":
-            tiles = -(-m // TILE_ORDER)
+            tiles = -(-m // order)
         elif mode == "herk":
-            t = -(-n // TILE_ORDER)
+            t = -(-n // order)
             tiles = t * (t + 1) // 2
         else:
             tiles = 1
-        kernel = nvrtc.kernel("batched_tile.cu",
-                              *batched_tile(self._ctype, TILE_MODES[mode], _tile_mma(self.dtype)))
+        kernel = nvrtc.kernel("batched_tile.cu", *batched_tile(
+            self._ctype, TILE_MODES[mode], _tile_mma(self.dtype), order))
         xargs = self.operand(x, rev, rev)
         oargs = self.operand(o, rev, False)
         fixed = (tiles, n, m, k, int(unit), *_parts(self.dtype, alpha), float(beta), *xargs,
@@ -319,10 +335,15 @@ class BatchedCUDAExecutor(Executor):
         step = MAX_BLOCKS // tiles
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            nvrtc.launch(kernel, count * tiles, TILE_THREADS, self._stream, self._tile_codes,
-                         first, count, *fixed, shared=TILE_SHARED * self.dtype.itemsize)
+            nvrtc.launch(kernel, count * tiles, tile_threads(order), self._stream,
+                         self._tile_codes, first, count, *fixed,
+                         shared=tile_shared(order) * self.dtype.itemsize)
 
     # ------------------------------------------------------------- leaves
+    def _on_tiles(self, op: str, n: int) -> bool:
+        """Whether a TRMM, HERK or LAUUM leaf of order ``n`` runs on the tile kernels."""
+        return n > small_max(self.dtype) or n >= _TILE_FROM.get((self.dtype.name, op), n + 1)
+
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols:
             self.small("trsm", a, r=b, n=b.rows, m=b.cols, rev=not lower, unit=unit,
@@ -331,7 +352,7 @@ class BatchedCUDAExecutor(Executor):
     def trmm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if not (b.rows and b.cols):
             return
-        if b.rows > small_max(self.dtype):
+        if self._on_tiles("trmm", b.rows):
             self.tile("trmm", a, b, n=b.rows, m=b.cols, rev=not lower, unit=unit, alpha=alpha)
         else:
             self.small("trmm", a, r=b, n=b.rows, m=b.cols, rev=not lower, unit=unit,
@@ -340,7 +361,7 @@ class BatchedCUDAExecutor(Executor):
     def herk(self, alpha: float, a: Mat, beta: float, c: Mat) -> None:
         if not c.rows:
             return
-        if c.rows >= _HERK_TILE_FROM.get(self.dtype.name, small_max(self.dtype) + 1):
+        if self._on_tiles("herk", c.rows):
             self.tile("herk", a, c, n=c.rows, k=a.cols, alpha=alpha, beta=beta)
         else:
             self.small("herk", c, r=a, n=c.rows, m=a.cols, alpha=alpha, beta=beta)
@@ -358,7 +379,7 @@ class BatchedCUDAExecutor(Executor):
     def lauum(self, a: Mat) -> None:
         if not a.rows:
             return
-        if a.rows > small_max(self.dtype):
+        if self._on_tiles("lauum", a.rows):
             self.tile("lauum", a, a, n=a.rows)
         else:
             self.small("lauum", a, n=a.rows)

@@ -10,7 +10,10 @@ device array, which the front end reads once, at the end of the call.
 * Order ``n`` at most :func:`~tricov.backends.batched_cuda.small_max` (32; 16 for
   complex128): one launch of the register kernel of ``kernels/cuda/batched_small.cu``, a group
   of lanes of one warp per member, every operation in one canonical variant, the others reached
-  through how operands are read (transposed, conjugated, reversed), POSV/POTRS/POTRI/POTI fused.
+  through how operands are read (transposed, conjugated, reversed), POSV/POTRS/POTRI/POTI fused
+  (TRMM, HERK and LAUUM of real types from about order 20 on: one launch of a tile kernel of
+  ``kernels/cuda/batched_tile.cu`` with tiles of 32, where the register kernels' shuffles cost
+  more than the data they move).
 * Larger: :class:`~tricov.backends.batched_cuda.BatchedCUDAExecutor` under the recursions of
   :mod:`tricov.recursive` (the same code as the dense path): cuBLAS batched GEMM in the middle,
   the register kernels at the leaves (``leaf_sizes('batched_gpu', dtype)``, at most the
@@ -181,7 +184,7 @@ class CUDAEngine:
         """``L^H L`` into every member's lower triangle."""
         ex = self._executor()
         if a.rows <= self.limit:
-            ex.small("lauum", a, n=a.rows)
+            ex.lauum(a)
             return
         recursive.lauum(ex, self._nb(), a)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ORDER", "TILE_SHARED",
-           "LeafShape", "batched_lanes", "batched_small", "batched_tile", "block_order",
-           "definitions", "instantiations", "leaf_shape", "leaf_smem", "square_smem"]
+__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape",
+           "batched_lanes", "batched_small", "batched_tile", "block_order", "definitions",
+           "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_order",
+           "tile_shared", "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -55,20 +56,37 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
 
 
-#: Order of the output tiles of the kernels of ``batched_tile.cu`` (``TILE``).
-TILE_ORDER = 64
-#: Elements of dynamic shared memory of a tile kernel (``shared_bytes`` of ``batched_tile.cu``
-#: over the element size; each kernel's definition asserts it).
-TILE_SHARED = 4 * 2 * 16 * (TILE_ORDER + 8)
+#: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<TILE>``): 32 for
+#: outputs of up to 32 rows, else 64.
+TILE_ORDERS = (32, 64)
 
 
-def batched_tile(ctype: str, mode: int, mma: bool) -> tuple[str, str]:
+def tile_order(rows: int) -> int:
+    """Order of the tiles of the tile kernel for an output of ``rows`` rows."""
+    return TILE_ORDERS[0] if rows <= TILE_ORDERS[0] else TILE_ORDERS[1]
+
+
+def tile_threads(order: int) -> int:
+    """Threads per block of a tile kernel of tiles of ``order`` (a warp per 32 x 16 piece)."""
+    return order * order // 16
+
+
+def tile_shared(order: int) -> int:
+    """Elements of dynamic shared memory of a tile kernel of tiles of ``order``
+    (``Shape<TILE>::RING``: a ring of 4 chunks for tiles of 64, 2 for tiles of 32, each 2 x 16
+    rows of ``order + 8``); each kernel's definition asserts it."""
+    return (4 if order == 64 else 2) * 2 * 16 * (order + 8)
+
+
+def batched_tile(ctype: str, mode: int, mma: bool, order: int) -> tuple[str, str]:
     """Name and defining line of a tile kernel of ``batched_tile.cu`` (``TRICOV_BATCHED_TILE``)
-    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM) and whether float64
-    products run on the tensor cores."""
-    name = f"tricov_batched_tile_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
-    return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}) "
-                  f"static_assert(tricov::tile::shared_bytes(1) == {TILE_SHARED});")
+    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), whether float64
+    products run on the tensor cores and the order of its tiles."""
+    name = f"tricov_batched_tile{order}_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
+    shape = f"tricov::tile::Shape<{order}>"
+    return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}, "
+                  f"{order}) static_assert({shape}::RING == {tile_shared(order)} && "
+                  f"{shape}::THREADS == {tile_threads(order)});")
 
 
 def definitions(source: str) -> dict[str, list[str]]:
@@ -81,7 +99,8 @@ def definitions(source: str) -> dict[str, list[str]]:
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
-        return {t: [batched_tile(t, mode, mma)[1] for mode in range(3)
+        return {t: [batched_tile(t, mode, mma, order)[1] for order in TILE_ORDERS
+                    for mode in range(3)
                     for mma in ((False, True) if t == "double" else (False,))]
                 for t in ("float", "double")}
     if source != "batched_small.cu":

@@ -5,17 +5,19 @@
 // stops at order 32 moves every block of its output through memory once per level (cuBLAS
 // batched GEMM in the middle, a leaf kernel at the bottom). These kernels take larger leaves
 // (TRMM and HERK of any order, LAUUM up to 64) in one launch; one block of 256 threads
-// computes 64 x 64 tiles of the output of one member,
+// computes 64 x 64 tiles of the output of one member (or, for orders up to 32, where the
+// register kernels' shuffles cost more than the data they move, one block of 64 threads
+// 32 x 32 tiles: TILE below),
 //
-//   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a block owns 64
+//   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a block owns TILE
 //                                columns of B and computes their row tiles from the last up
 //                                (a row tile needs only the rows above it, still unwritten)
 //   HERK   lower triangle of C <- alpha A A^T + beta C   (A n x k): a block computes one
 //                                tile of C's lower triangle (beta = 0: C is not read)
-//   LAUUM  L <- L^T L (lower, n <= 64): one tile, the whole triangle
+//   LAUUM  L <- L^T L (lower, n <= TILE): one tile, the whole triangle
 //
 // as a sum over k of rank-16 updates Out += X[:, k] Y[k, :]. X and Y reach shared memory by
-// asynchronous copies (cp.async) into a ring of 4 chunks, 3 in flight while one is
+// asynchronous copies (cp.async) into a ring of chunks, all but one in flight while one is
 // multiplied; a tile is accumulated in registers and written once, after everything it
 // reads has been read (so TRMM and LAUUM are safe in place). Where X and Y are the same
 // elements (LAUUM, HERK's diagonal tiles) one chunk serves both. Float64 multiplies on the
@@ -48,11 +50,22 @@ enum Flags { TRANSPOSED = 1, REV_ROWS = 4, REV_COLS = 8 };
 // triangle (k <= r; unit: k < r, and 1 on the diagonal) or its upper triangle (k >= r).
 enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 
-constexpr int THREADS = 256;
-constexpr int TILE = 64;  // output tiles are TILE x TILE, 8 warps of 32 x 16
-constexpr int KC = 16;    // k per chunk
-constexpr int LDS = TILE + 8;  // rows of 8 mod 16 doubles in shared memory: no bank conflicts
-constexpr int STAGES = 4;      // chunks in the ring of shared buffers (3 in flight)
+constexpr int KC = 16;  // k per chunk
+
+// The shape of the kernels whose output tiles are TILE x TILE (64, or 32 for orders up to 32):
+// a warp per 32 x 16 piece of the tile, shared rows of 8 mod 16 doubles (no bank conflicts)
+// and a ring of STAGES chunks, STAGES - 1 in flight (4 for tiles of 64; 2 for tiles of 32,
+// whose k is mostly 32: both chunks at once, and more blocks per multiprocessor).
+template <int TILE> struct Shape {
+    static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
+    static constexpr int THREADS = TILE * TILE / 16;
+    static constexpr int LDS = TILE + 8;
+    static constexpr int STAGES = TILE == 64 ? 4 : 2;
+    // Elements of the ring (dynamic shared memory: RING * sizeof(T) from the launch), which
+    // also holds HERK's staged C tile.
+    static constexpr int RING = STAGES * 2 * KC * LDS;
+    static_assert((TILE - 1) * LDS + TILE <= RING, "a staged C tile fits the ring");
+};
 
 // One member's canonical nr x nc operand: element (i, j) at p[i * rs + j * cs] (the strides,
 // which may be negative, carry the transposition and reversals of the variant).
@@ -144,9 +157,10 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 // aligned pairs: taking those by rows too spilled registers) each run of 4 threads reads 4
 // consecutive k (a 32-byte sector of doubles where memory runs along k) and a warp covers 8
 // rows, so the stores to shared memory conflict at most twice.
-template <typename T>
+template <typename T, int TILE>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols,
                                       int mask) {
+    constexpr int THREADS = Shape<TILE>::THREADS, LDS = Shape<TILE>::LDS;
     auto ok = [&](int i, int k) {
         return i < rows && k < cols &&
                (mask == ALL || (mask == UPPER ? k >= i : mask == LOWER ? k <= i : k < i));
@@ -187,7 +201,7 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
 // A warp's 32 x 16 piece of the tile, rows wr.., columns wc.., accumulated over one chunk.
 // FMA version: lane (g, q) = (lane / 4, lane % 4) owns
 // rows wr + 4g .. + 3, columns wc + 4q .. + 3.
-template <typename T> struct FmaAcc {
+template <typename T, int LDS> struct FmaAcc {
     T c[4][4];
 
     __device__ __forceinline__ void zero() {
@@ -225,7 +239,7 @@ template <typename T> struct FmaAcc {
 // (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is made, zeros included: on an H100,
 // skipping the blocks outside the triangles (tests per block) cost more than it saved, and
 // m16n8k4 was faster than m16n8k8, m16n8k16 and m8n8k4.
-struct MmaAcc {
+template <int LDS> struct MmaAcc {
     double c[2][2][4];
 
     __device__ __forceinline__ void zero() {
@@ -272,8 +286,8 @@ struct MmaAcc {
     }
 };
 
-template <typename T, bool MMA> struct AccOf { using type = FmaAcc<T>; };
-template <> struct AccOf<double, true> { using type = MmaAcc; };
+template <typename T, bool MMA, int LDS> struct AccOf { using type = FmaAcc<T, LDS>; };
+template <int LDS> struct AccOf<double, true, LDS> { using type = MmaAcc<LDS>; };
 
 // ---------------------------------------------------------------------------- the kernel
 // Members [first, first + count), `tiles` blocks each (block b: member first + b / tiles,
@@ -284,15 +298,16 @@ template <> struct AccOf<double, true> { using type = MmaAcc; };
 // of B, from the last up, so that the rows a tile needs are still unwritten when it is
 // computed; HERK, LAUUM: one tile) from one stream of chunks: while chunk c is multiplied,
 // the copies of chunk c + 1 (of this tile or the next) are in flight.
-template <typename T, int MODE, bool MMA>
+template <typename T, int MODE, bool MMA, int TILE>
 __device__ __forceinline__ void run(long long first, long long count, int tiles, int n, int m,
                                     int kdim, int unit, T alpha, T beta, const long long* xp,
                                     long long xb, long long xs_, long long xo, long long xld,
                                     int xf, const long long* op, long long ob, long long os,
                                     long long oo, long long old, int of,
                                     const long long* info, int skip) {
-    // The ring of STAGES buffers, each a chunk of X then one of Y (dynamic shared memory:
-    // shared_bytes(sizeof(T)) from the launch).
+    constexpr int THREADS = Shape<TILE>::THREADS, LDS = Shape<TILE>::LDS;
+    constexpr int STAGES = Shape<TILE>::STAGES;
+    // The ring of STAGES buffers, each a chunk of X then one of Y (Shape<TILE>::RING).
     extern __shared__ __align__(16) unsigned char ring_[];
     T* const ring = reinterpret_cast<T*>(ring_);
     const long long g = first + blockIdx.x / tiles;
@@ -338,14 +353,14 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     auto ybuf = [&](int c) { return same ? xbuf(c) : xbuf(c) + KC * LDS; };
     // Issue the copies of chunk c: (I, k0) of the stream.
     auto put = [&](int c, int I, int k0) {
-        stage<T>(xbuf(c), x, I * TILE, n, k0, kn, xmask);
-        if (!same) stage<T>(ybuf(c), y, j0, cols, k0, kn, ymask);
+        stage<T, TILE>(xbuf(c), x, I * TILE, n, k0, kn, xmask);
+        if (!same) stage<T, TILE>(ybuf(c), y, j0, cols, k0, kn, ymask);
     };
 
     const int warp = threadIdx.x >> 5;
-    const int wr = (warp & 1) * 32, wc = (warp >> 1) * 16;
+    const int wr = (warp % (TILE / 32)) * 32, wc = (warp / (TILE / 32)) * 16;
     const bool read_c = MODE == HERK && beta != T(0);
-    typename AccOf<T, MMA>::type acc;
+    typename AccOf<T, MMA, LDS>::type acc;
     acc.zero();
     // The chunk multiplied now is (I, k0); the next one to issue (nI, nk), STAGES - 1 ahead.
     int I = top, k0 = 0, nI = top, nk = 0;
@@ -412,34 +427,29 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     }
 }
 
-// Blocks per multiprocessor the kernel is compiled for (registers at most 65536 / (256 x
-// that)): 3, as many as the shared memory of float64 holds, except for float64 HERK, which
-// takes 2 (at 3 its registers would spill).
-__host__ __device__ constexpr int min_blocks(int itemsize, int mode) {
-    return itemsize == 8 && mode == HERK ? 2 : 3;
-}
-
-static_assert((TILE - 1) * LDS + TILE <= STAGES * 2 * KC * LDS, "a staged C tile fits the ring");
-
-// Dynamic shared memory of a tile kernel for elements of `itemsize` bytes.
-__host__ __device__ constexpr int shared_bytes(int itemsize) {
-    return STAGES * 2 * KC * LDS * itemsize;
+// Blocks per multiprocessor the kernel is compiled for (registers at most 65536 / (THREADS x
+// that)). Tiles of 64: 3, as many as the shared memory of float64 holds, except for float64
+// HERK, which takes 2 (at 3 its registers would spill). Tiles of 32: 8 (at most 128
+// registers; the shared memory of float64 holds 10).
+__host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
+    return tile == 32 ? (itemsize == 8 ? 10 : 12) : itemsize == 8 && mode == HERK ? 2 : 3;
 }
 
 }  // namespace tile
 }  // namespace tricov
 
 // A kernel with C linkage (cached on disk by CuPy, see kernels/nvrtc.py): kernels/__init__.py
-// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA) to this file.
-#define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA)                                                \
+// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA, TILE) to this file.
+#define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA, TILE)                                          \
     extern "C" __global__ void                                                                 \
-    __launch_bounds__(tricov::tile::THREADS, tricov::tile::min_blocks(sizeof(T), MODE))      \
+    __launch_bounds__(tricov::tile::Shape<TILE>::THREADS,                                      \
+                      tricov::tile::min_blocks(sizeof(T), MODE, TILE))                         \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
          long long xld, int xf, const long long* op, long long ob, long long os, long long oo, \
          long long old, int of, const long long* info, int skip)                               \
     {                                                                                          \
-        tricov::tile::run<T, MODE, MMA>(first, count, tiles, n, m, kdim, unit, alpha, beta,   \
-                                        xp, xb, xs, xo, xld, xf, op, ob, os, oo, old, of,     \
-                                        info, skip);                                          \
+        tricov::tile::run<T, MODE, MMA, TILE>(first, count, tiles, n, m, kdim, unit, alpha,   \
+                                              beta, xp, xb, xs, xo, xld, xf, op, ob, os, oo,  \
+                                              old, of, info, skip);                           \
     }
