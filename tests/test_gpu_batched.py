@@ -170,21 +170,22 @@ def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) ->
             assert_small(err, dtype, n, f"{what} member {idx}")
 
 
-def test_float64_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The float64 tile kernels multiplying by FMAs (GPUs before sm_90, without FP64 MMA of
-    16 x 8 x 4): TRMM, SYRK and LAUUM against the references."""
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype) -> None:
+    """The tile kernels multiplying by FMAs (GPUs before sm_90, without FP64 MMA of
+    16 x 8 x 4), tiles of 32 and of 64: TRMM, SYRK and LAUUM against the references."""
     from tricov.backends.batched_cuda import BatchedCUDAExecutor
 
     monkeypatch.setattr(BatchedCUDAExecutor, "mma", False)
-    dtype = np.dtype(np.float64)
+    dtype = np.dtype(dtype)
     tc.set_leaf_size("batched_gpu", "trmm", dtype, 256)
     try:
-        for i, n in enumerate((33, 64, 100)):
+        for i, n in enumerate((31, 33, 64, 100)):
             rng = make_rng("gpu-batched-fma", i)
             a = tri_stack(rng, n, dtype, "L")  # a stored diagonal, ignored where "U"
             b = random_general(rng, BATCH + (n, 40), dtype)
             da, db = place(cp, a, LAYOUTS[i]), place(cp, b, LAYOUTS[i + 1])
-            tc.batched.trmm(da.view, db.view, diag="U" if i == 1 else "N", alpha=-0.75)
+            tc.batched.trmm(da.view, db.view, diag="U" if i % 2 else "N", alpha=-0.75)
             db.fetch(cp)
             c = np.full(BATCH + (n, n), nan_fill(dtype))
             dc = place(cp, c, LAYOUTS[i + 2])
@@ -195,7 +196,7 @@ def test_float64_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch) -> Non
             dl.fetch(cp)
             for idx in members(BATCH):
                 err = trmm_error(a[idx], b[idx], db.host.view[idx], side="L", uplo="L",
-                                 trans="N", diag="U" if i == 1 else "N", alpha=-0.75)
+                                 trans="N", diag="U" if i % 2 else "N", alpha=-0.75)
                 assert_small(err, dtype, n, f"trmm n={n} member {idx}")
                 err = syrk_error(db.host.view[idx], c[idx], dc.host.view[idx], uplo="L",
                                  trans="N", alpha=1.0, beta=0.0)

@@ -95,8 +95,9 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     # 7.4 / 8.8 / 12.2 (float32); float64 TRMM n = 128 / 256 with leaves of 32 / 64 / 128 /
     # 256: 2.68 / 2.00 / 1.74 / 1.75 and 13.8 / 11.4 / 10.2 / 11.2 (F order 3.07 / 2.22 / 1.99
     # / 2.00 and 15.3 / 12.5 / 11.9 / 13.1); float32 TRMM 1.50 / 1.79 / 1.87 / 1.88 and
-    # 8.3 / 9.6 / 9.9 / 11.9, so float32 keeps the register leaves (its tile kernel
-    # multiplies by FMAs).
+    # 8.3 / 9.6 / 9.9 / 11.9, so float32 kept the register leaves (its tile kernel then
+    # multiplied by FMAs); on the tensor cores (2026-11-22, .carry-exp/t32.py), leaves of 32 /
+    # 64 / 128 at n = 128 took 1.48 / 1.54 / 1.56 ms, so they stay.
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
                     "float32": LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32,

@@ -77,7 +77,8 @@ _TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
 #: / 0.091, LAUUM 0.034 / 0.042 / 0.059 / 0.074 / 0.091 against 0.040 / 0.037 / 0.038 /
 #: 0.041 / 0.045; float32 HERK 0.068 / 0.081 / 0.103 / 0.126 / 0.152 against 0.068 / 0.066 /
 #: 0.067 / 0.068 / 0.070, LAUUM 0.022 / 0.026 / 0.033 / 0.041 / 0.054 against 0.046 / 0.040
-#: / 0.041 / 0.043 / 0.045; float32 TRMM 0.054 against 0.062 at 32.
+#: / 0.041 / 0.043 / 0.045; float32 TRMM 0.054 against 0.062 at 32 (and the same time, 0.039
+#: / 0.054 at 24 / 32, once float32 tiles ran on the tensor cores).
 _TILE_FROM = {("float64", "trmm"): 24, ("float64", "herk"): 17, ("float64", "lauum"): 20,
               ("float32", "herk"): 20, ("float32", "lauum"): 29}
 
@@ -89,13 +90,17 @@ def _dmma_on(device: int) -> bool:
     return int(cupy.cuda.Device(device).compute_capability) >= 90
 
 
+#: Dtypes whose tile kernels multiply on the FP64 tensor cores where the device has them.
+_MMA_DTYPES = {"float64", "float32"}
+
+
 def _tile_mma(dtype: np.dtype) -> bool:
-    """Whether the tile kernels of ``dtype`` multiply on the current device's tensor cores:
-    float64, where the device has FP64 MMA in the kernels' shape (m16n8k4: compute
-    capability 9.0 and later), unless :attr:`BatchedCUDAExecutor.mma` is off."""
+    """Whether the tile kernels of ``dtype`` multiply on the current device's tensor cores
+    (FP64 MMA in the kernels' shape, m16n8k4: compute capability 9.0 and later), unless
+    :attr:`BatchedCUDAExecutor.mma` is off."""
     import cupy
 
-    return (BatchedCUDAExecutor.mma and np.dtype(dtype) == np.float64
+    return (BatchedCUDAExecutor.mma and np.dtype(dtype).name in _MMA_DTYPES
             and _dmma_on(cupy.cuda.Device().id))
 
 
@@ -196,8 +201,8 @@ class BatchedCUDAExecutor(Executor):
     """
 
     backend = "batched_gpu"
-    #: Float64 tile kernels multiply on the tensor cores (FP64 MMA of 16 x 8 x 4, sm_90 and
-    #: later) rather than by FMAs.
+    #: Tile kernels multiply on the tensor cores (FP64 MMA of 16 x 8 x 4, sm_90 and later;
+    #: float32 elements widened) rather than by FMAs.
     mma = True
 
     def __init__(self, dtype: np.dtype, group: Group, info: Any = None) -> None:
@@ -337,7 +342,7 @@ class BatchedCUDAExecutor(Executor):
             count = min(step, self.members - first)
             nvrtc.launch(kernel, count * tiles, tile_threads(order), self._stream,
                          self._tile_codes, first, count, *fixed,
-                         shared=tile_shared(order) * self.dtype.itemsize)
+                         shared=tile_shared(order, self.dtype.itemsize))
 
     # ------------------------------------------------------------- leaves
     def _on_tiles(self, op: str, n: int) -> bool:

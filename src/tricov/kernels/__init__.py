@@ -71,21 +71,23 @@ def tile_threads(order: int) -> int:
     return order * order // 16
 
 
-def tile_shared(order: int) -> int:
-    """Elements of dynamic shared memory of a tile kernel of tiles of ``order``
-    (``Shape<TILE>::RING``: a ring of 4 chunks for tiles of 64, 2 for tiles of 32, each 2 x 16
-    rows of ``order + 8``); each kernel's definition asserts it."""
-    return (4 if order == 64 else 2) * 2 * 16 * (order + 8)
+def tile_shared(order: int, itemsize: int) -> int:
+    """Bytes of dynamic shared memory of a tile kernel of tiles of ``order`` and elements of
+    ``itemsize`` bytes (``Shape<T, TILE>::RING`` elements: a ring of 4 chunks for tiles of 64,
+    2 for tiles of 32, each 2 x 16 rows of ``order`` elements and 32 bytes); each kernel's
+    definition asserts it."""
+    return (4 if order == 64 else 2) * 2 * 16 * (order * itemsize + 32)
 
 
 def batched_tile(ctype: str, mode: int, mma: bool, order: int) -> tuple[str, str]:
     """Name and defining line of a tile kernel of ``batched_tile.cu`` (``TRICOV_BATCHED_TILE``)
-    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), whether float64
-    products run on the tensor cores and the order of its tiles."""
+    for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), whether its products run
+    on the (FP64) tensor cores and the order of its tiles."""
     name = f"tricov_batched_tile{order}_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
-    shape = f"tricov::tile::Shape<{order}>"
+    shape = f"tricov::tile::Shape<{ctype}, {order}>"
     return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}, "
-                  f"{order}) static_assert({shape}::RING == {tile_shared(order)} && "
+                  f"{order}) static_assert({shape}::RING * sizeof({ctype}) == "
+                  f"{tile_shared(order, _TYPES[ctype])} && "
                   f"{shape}::THREADS == {tile_threads(order)});")
 
 
@@ -100,8 +102,7 @@ def definitions(source: str) -> dict[str, list[str]]:
     """
     if source == "batched_tile.cu":
         return {t: [batched_tile(t, mode, mma, order)[1] for order in TILE_ORDERS
-                    for mode in range(3)
-                    for mma in ((False, True) if t == "double" else (False,))]
+                    for mode in range(3) for mma in (False, True)]
                 for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}

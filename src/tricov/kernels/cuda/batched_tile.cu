@@ -20,9 +20,14 @@
 // asynchronous copies (cp.async) into a ring of chunks, all but one in flight while one is
 // multiplied; a tile is accumulated in registers and written once, after everything it
 // reads has been read (so TRMM and LAUUM are safe in place). Where X and Y are the same
-// elements (LAUUM, HERK's diagonal tiles) one chunk serves both. Float64 multiplies on the
-// tensor cores (mma m16n8k4, FP64: the same rounding as FMAs) on sm_90, other types (and
-// float64 elsewhere) by FMAs; each warp owns a 32 x 16 piece of the tile either way.
+// elements (LAUUM, HERK's diagonal tiles) one chunk serves both. Products run on the FP64
+// tensor cores on sm_90 (mma m16n8k4: for float64 the same rounding as FMAs; float32
+// elements are widened, so their products are exact and their sums double, rounded once at
+// the store), elsewhere by FMAs; each warp owns a 32 x 16 piece of the tile either way, and
+// skips the chunks whose products with it are all zero. (On one H100, batch 10240, order 64:
+// float32 SYRK took 0.302 ms on the tensor cores against 0.366 by FMAs, which had kept the
+// issue slots 78% busy, LAUUM 0.179 against 0.243; skipping the zero chunks took float64
+// LAUUM from 0.190 to 0.168 ms.)
 //
 // Memory is moved in pairs of neighbouring elements where it can be (16-byte copies of
 // doubles, bypassing L1, and 16-byte stores): an operand whose memory runs along r in aligned
@@ -52,17 +57,21 @@ enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 
 constexpr int KC = 16;  // k per chunk
 
-// The shape of the kernels whose output tiles are TILE x TILE (64, or 32 for orders up to 32):
-// a warp per 32 x 16 piece of the tile, shared rows of 8 mod 16 doubles (no bank conflicts)
-// and a ring of STAGES chunks, STAGES - 1 in flight (4 for tiles of 64; 2 for tiles of 32,
-// whose k is mostly 32: both chunks at once, and more blocks per multiprocessor).
-template <int TILE> struct Shape {
+// The shape of the kernels of elements T whose output tiles are TILE x TILE (64, or 32 for
+// orders up to 32): a warp per 32 x 16 piece of the tile, a ring of STAGES chunks, STAGES - 1
+// in flight (4 for tiles of 64; 2 for tiles of 32, whose k is mostly 32: both chunks at
+// once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
+// bytes) more than TILE: the 4 rows (k) and 8 columns (r) that the lanes of a warp read for a
+// tensor-core product, or 32 consecutive elements, fall in 32 different banks. (Rows of 16
+// words more, as before, put the fragments' rows k and k + 2 in the same banks: on an H100,
+// float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
+template <typename T, int TILE> struct Shape {
     static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
     static constexpr int THREADS = TILE * TILE / 16;
-    static constexpr int LDS = TILE + 8;
+    static constexpr int LDS = TILE + 32 / (int)sizeof(T);
     static constexpr int STAGES = TILE == 64 ? 4 : 2;
-    // Elements of the ring (dynamic shared memory: RING * sizeof(T) from the launch), which
-    // also holds HERK's staged C tile.
+    // Elements of the ring (dynamic shared memory: RING * sizeof(T) bytes from the launch),
+    // which also holds HERK's staged C tile.
     static constexpr int RING = STAGES * 2 * KC * LDS;
     static_assert((TILE - 1) * LDS + TILE <= RING, "a staged C tile fits the ring");
 };
@@ -160,7 +169,7 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 template <typename T, int TILE>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols,
                                       int mask) {
-    constexpr int THREADS = Shape<TILE>::THREADS, LDS = Shape<TILE>::LDS;
+    constexpr int THREADS = Shape<T, TILE>::THREADS, LDS = Shape<T, TILE>::LDS;
     auto ok = [&](int i, int k) {
         return i < rows && k < cols &&
                (mask == ALL || (mask == UPPER ? k >= i : mask == LOWER ? k <= i : k < i));
@@ -234,12 +243,13 @@ template <typename T, int LDS> struct FmaAcc {
     }
 };
 
-// Tensor-core version (double, sm_90): 2 x 2 blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
+// Tensor-core version (sm_90; FP64 products, of double or of float elements, which are exact
+// in double, accumulated in double): 2 x 2 blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
 // q = lane % 4: A elements (g, q) and (g + 8, q); B element (q, g); C elements
 // (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is made, zeros included: on an H100,
 // skipping the blocks outside the triangles (tests per block) cost more than it saved, and
 // m16n8k4 was faster than m16n8k8, m16n8k16 and m8n8k4.
-template <int LDS> struct MmaAcc {
+template <typename S, int LDS> struct MmaAcc {
     double c[2][2][4];
 
     __device__ __forceinline__ void zero() {
@@ -250,12 +260,12 @@ template <int LDS> struct MmaAcc {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) c[a][b][i] = 0.0;
     }
-    __device__ __forceinline__ void chunk(const double* xs, const double* ys, int wr, int wc) {
+    __device__ __forceinline__ void chunk(const S* xs, const S* ys, int wr, int wc) {
         const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll 2
         for (int kk = 0; kk < KC; kk += 4) {
-            const double* xk = xs + (kk + q) * LDS + wr + g;
-            const double* yk = ys + (kk + q) * LDS + wc + g;
+            const S* xk = xs + (kk + q) * LDS + wr + g;
+            const S* yk = ys + (kk + q) * LDS + wc + g;
 #pragma unroll
             for (int a = 0; a < 2; ++a)
 #pragma unroll
@@ -287,7 +297,7 @@ template <int LDS> struct MmaAcc {
 };
 
 template <typename T, bool MMA, int LDS> struct AccOf { using type = FmaAcc<T, LDS>; };
-template <int LDS> struct AccOf<double, true, LDS> { using type = MmaAcc<LDS>; };
+template <typename T, int LDS> struct AccOf<T, true, LDS> { using type = MmaAcc<T, LDS>; };
 
 // ---------------------------------------------------------------------------- the kernel
 // Members [first, first + count), `tiles` blocks each (block b: member first + b / tiles,
@@ -305,9 +315,9 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
                                     int xf, const long long* op, long long ob, long long os,
                                     long long oo, long long old, int of,
                                     const long long* info, int skip) {
-    constexpr int THREADS = Shape<TILE>::THREADS, LDS = Shape<TILE>::LDS;
-    constexpr int STAGES = Shape<TILE>::STAGES;
-    // The ring of STAGES buffers, each a chunk of X then one of Y (Shape<TILE>::RING).
+    constexpr int THREADS = Shape<T, TILE>::THREADS, LDS = Shape<T, TILE>::LDS;
+    constexpr int STAGES = Shape<T, TILE>::STAGES;
+    // The ring of STAGES buffers, each a chunk of X then one of Y (Shape<T, TILE>::RING).
     extern __shared__ __align__(16) unsigned char ring_[];
     T* const ring = reinterpret_cast<T*>(ring_);
     const long long g = first + blockIdx.x / tiles;
@@ -383,7 +393,11 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         issue();
         copies_done<STAGES - 1>();  // chunk c has landed
         __syncthreads();
-        if (kn > 0) acc.chunk(xbuf(c), ybuf(c), wr, wc);
+        // A warp skips a chunk whose products with its piece are all zero (outside the
+        // triangles: TRMM's L(i, k) for k > i, LAUUM's L(k, i) L(k, j) for k < max(i, j)).
+        const bool zero = MODE == TRMM ? k0 > I * TILE + wr + 31
+                        : MODE == LAUUM && k0 + KC <= max(wr, wc);
+        if (kn > 0 && !zero) acc.chunk(xbuf(c), ybuf(c), wr, wc);
         __syncthreads();  // before the next iteration refills this buffer
         if (k0 + KC >= kend(I)) {  // row tile I is complete
             const int i0 = I * TILE;
@@ -442,7 +456,7 @@ __host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
 // names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA, TILE) to this file.
 #define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA, TILE)                                          \
     extern "C" __global__ void                                                                 \
-    __launch_bounds__(tricov::tile::Shape<TILE>::THREADS,                                      \
+    __launch_bounds__(tricov::tile::Shape<T, TILE>::THREADS,                                   \
                       tricov::tile::min_blocks(sizeof(T), MODE, TILE))                         \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
