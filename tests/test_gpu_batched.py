@@ -170,7 +170,7 @@ def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) ->
             assert_small(err, dtype, n, f"{what} member {idx}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
 def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype) -> None:
     """The tile kernels multiplying by FMAs (GPUs before sm_90, without FP64 MMA of
     16 x 8 x 4), tiles of 32 and of 64: TRMM, SYRK and LAUUM against the references."""
@@ -187,7 +187,7 @@ def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtyp
             da, db = place(cp, a, LAYOUTS[i]), place(cp, b, LAYOUTS[i + 1])
             tc.batched.trmm(da.view, db.view, diag="U" if i % 2 else "N", alpha=-0.75)
             db.fetch(cp)
-            c = np.full(BATCH + (n, n), nan_fill(dtype))
+            c = np.full(BATCH + (n, n), nan_fill(dtype), dtype)
             dc = place(cp, c, LAYOUTS[i + 2])
             tc.batched.syrk(db.view, dc.view)
             dc.fetch(cp)
