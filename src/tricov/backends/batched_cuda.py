@@ -14,8 +14,8 @@ receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset
 * larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`, where the
   leaf-size policy sends them), and those from the orders of ``_TILE_FROM`` up to 32: the tile
   kernels of ``kernels/cuda/batched_tile.cu`` (tiles of 32 up to order 32, else of 64), one
-  launch per leaf instead of a recursion down to order 32; float64 products on the tensor
-  cores.
+  launch per leaf instead of a recursion down to order 32; products on the FP64 tensor cores
+  (float32 elements widened).
 
 Failures (with an ``info`` array): a leaf records each failing member's LAPACK info (plus the
 leaf's offset, so it is the order within the whole matrix) in device memory; from then on the

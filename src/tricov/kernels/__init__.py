@@ -56,7 +56,7 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
 
 
-#: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<TILE>``): 32 for
+#: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
 #: outputs of up to 32 rows, else 64.
 TILE_ORDERS = (32, 64)
 

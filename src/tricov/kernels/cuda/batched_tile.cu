@@ -246,9 +246,10 @@ template <typename T, int LDS> struct FmaAcc {
 // Tensor-core version (sm_90; FP64 products, of double or of float elements, which are exact
 // in double, accumulated in double): 2 x 2 blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
 // q = lane % 4: A elements (g, q) and (g + 8, q); B element (q, g); C elements
-// (g + 8 (i / 2), 2q + i % 2) in c[i]). Every product is made, zeros included: on an H100,
-// skipping the blocks outside the triangles (tests per block) cost more than it saved, and
-// m16n8k4 was faster than m16n8k8, m16n8k16 and m8n8k4.
+// (g + 8 (i / 2), 2q + i % 2) in c[i]). Inside a chunk every product is made, zeros included
+// (the caller skips whole chunks of zeros): on an H100, skipping the blocks outside the
+// triangles (tests per block) cost more than it saved, and m16n8k4 was faster than m16n8k8,
+// m16n8k16 and m8n8k4.
 template <typename S, int LDS> struct MmaAcc {
     double c[2][2][4];
 
