@@ -61,9 +61,10 @@ constexpr int KC = 16;  // k per chunk
 // orders up to 32): a warp per 32 x 16 piece of the tile, a ring of STAGES chunks, STAGES - 1
 // in flight (4 for tiles of 64; 2 for tiles of 32, whose k is mostly 32: both chunks at
 // once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
-// bytes) more than TILE: the 4 rows (k) and 8 columns (r) that the lanes of a warp read for a
-// tensor-core product, or 32 consecutive elements, fall in 32 different banks. (Rows of 16
-// words more, as before, put the fragments' rows k and k + 2 in the same banks: on an H100,
+// bytes) more than TILE: consecutive rows k start 8 banks apart, so the elements that one
+// phase of a tensor-core fragment load reads (rows k .. k + 3, 4 consecutive r of double or 8
+// of float) fall in 32 different banks. (Rows of 16 words more, as before, put the fragments'
+// rows k and k + 2 in the same banks: on an H100,
 // float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
 template <typename T, int TILE> struct Shape {
     static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
