@@ -481,7 +481,7 @@ def test_not_positive_definite_members(cp, dtype: np.dtype, n: int) -> None:
 
 
 @pytest.mark.parametrize("n", [6, 32, 45])
-@pytest.mark.parametrize("dtype", [np.float32, np.complex128], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128], ids=str)
 def test_singular_members(cp, dtype: np.dtype, n: int) -> None:
     dtype = np.dtype(dtype)
     rng = make_rng("gpu-batched-singular", n, str(dtype))

@@ -100,9 +100,9 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     # 64 / 128 at n = 128 took 1.48 / 1.54 / 1.56 ms, so they stay.
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
-                    "float32": LeafSizes(trsm=32, trmm=32, syrk=64, potrf=32, trtri=32,
+                    "float32": LeafSizes(trsm=32, trmm=128, syrk=64, potrf=32, trtri=32,
                                          lauum=64),
-                    "float64": LeafSizes(trsm=32, trmm=128, syrk=64, potrf=32, trtri=32,
+                    "float64": LeafSizes(trsm=32, trmm=256, syrk=128, potrf=32, trtri=32,
                                          lauum=64)},
 }
 

@@ -51,7 +51,7 @@ from .cuda_libs import GEMM_CHUNK
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
            "BatchedCUDAExecutor", "compile_kernels", "group_shape", "leaf_max", "padded_order",
-           "small_max"]
+           "small_max", "split_inverse"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -79,8 +79,25 @@ _TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
 #: 0.067 / 0.068 / 0.070, LAUUM 0.022 / 0.026 / 0.033 / 0.041 / 0.054 against 0.046 / 0.040
 #: / 0.041 / 0.043 / 0.045; float32 TRMM 0.054 against 0.062 at 32 (and the same time, 0.039
 #: / 0.054 at 24 / 32, once float32 tiles ran on the tensor cores).
-_TILE_FROM = {("float64", "trmm"): 24, ("float64", "herk"): 17, ("float64", "lauum"): 20,
-              ("float32", "herk"): 20, ("float32", "lauum"): 29}
+_TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lauum"): 17,
+              ("float32", "herk"): 17, ("float32", "lauum"): 24}
+
+
+#: Smallest order of at most SMALL_MAX at which POTRI and POTI run as separate kernels (the
+#: register kernels' POTRF and TRTRI, then LAUUM on a tile kernel) rather than as one fused
+#: register kernel; absent: always fused. On one H100 (batch 10240, device time,
+#: .carry-exp/inv_split.py, 2026-11-22), fused against separate, ms: float64 POTRI at orders
+#: 17 / 20 / 24 / 28 / 32 0.063 / 0.084 / 0.119 / 0.147 / 0.157 against 0.094 / 0.098 / 0.112
+#: / 0.127 / 0.145; float64 POTI 0.198 / 0.222 / 0.254 / 0.307 / 0.381 against 0.146 / 0.158 /
+#: 0.183 / 0.218 / 0.244; float32 POTI at 28 / 32 0.130 / 0.174 against 0.134 / 0.154; float32
+#: POTRI was fused-faster at every order (0.072 against 0.096 at 32).
+_SPLIT_FROM = {("float64", "potri"): 24, ("float64", "poti"): 17, ("float32", "poti"): 32}
+
+
+def split_inverse(dtype: np.dtype, op: str, n: int) -> bool:
+    """Whether ``op`` (``"potri"`` or ``"poti"``) of order ``n`` (at most :func:`small_max`)
+    runs as separate kernels instead of the fused register kernel."""
+    return n >= _SPLIT_FROM.get((np.dtype(dtype).name, op), n + 1)
 
 
 @functools.cache

@@ -40,6 +40,7 @@ from ..backends.batched_cuda import (
     leaf_max,
     padded_order,
     small_max,
+    split_inverse,
 )
 from ._operands import Group
 
@@ -192,7 +193,11 @@ class CUDAEngine:
         """Inverse from the lower Cholesky factor (TRTRI then LAUUM), fused where small."""
         if a.rows <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            ex.small("potri", a, n=a.rows, fresh=True)
+            if split_inverse(self.dtype, "potri", a.rows):
+                ex.small("trtri", a, n=a.rows, fresh=True)
+                ex.lauum(a)  # skips the failed members
+            else:
+                ex.small("potri", a, n=a.rows, fresh=True)
             return ex.info
         ex = self._executor(track=True)
         ex.zero_pivots(a)
@@ -204,7 +209,12 @@ class CUDAEngine:
         keeps its partial factorization."""
         if a.rows <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            ex.small("poti", a, n=a.rows, fresh=True)
+            if split_inverse(self.dtype, "poti", a.rows):
+                ex.small("potrf", a, n=a.rows, fresh=True)
+                ex.small("trtri", a, n=a.rows)  # these two skip the failed members
+                ex.lauum(a)
+            else:
+                ex.small("poti", a, n=a.rows, fresh=True)
             return ex.info
         ex = self._executor(track=True)
         recursive.potrf(ex, self._nb(), a)
