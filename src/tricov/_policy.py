@@ -88,16 +88,15 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
-    # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: SYRK and
-    # LAUUM leaves of 64 on the tile kernels (kernels/cuda/batched_tile.cu), float64 TRMM
-    # leaves of 128. On one H100, batch 10240, C order (.carry-exp/stream_ab.py, 2026-11-22,
-    # ms): SYRK leaves of 64 / 128 / 256 at n = 256 took 9.0 / 9.7 / 13.1 (float64) and
-    # 7.4 / 8.8 / 12.2 (float32); float64 TRMM n = 128 / 256 with leaves of 32 / 64 / 128 /
-    # 256: 2.68 / 2.00 / 1.74 / 1.75 and 13.8 / 11.4 / 10.2 / 11.2 (F order 3.07 / 2.22 / 1.99
-    # / 2.00 and 15.3 / 12.5 / 11.9 / 13.1); float32 TRMM 1.50 / 1.79 / 1.87 / 1.88 and
-    # 8.3 / 9.6 / 9.9 / 11.9, so float32 kept the register leaves (its tile kernel then
-    # multiplied by FMAs); on the tensor cores (2026-11-22, .carry-exp/t32.py), leaves of 32 /
-    # 64 / 128 at n = 128 took 1.48 / 1.54 / 1.56 ms, so they stay.
+    # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: LAUUM leaves
+    # of 64 and TRMM and SYRK leaves on the tile kernels (kernels/cuda/batched_tile.cu). On one
+    # H100, batch 10240, C order (.carry-exp/t32.py, 2026-11-22, after the tile kernels' staging
+    # of commit 8115cbb, ms): float64 TRMM n = 256 with leaves of 128 / 256 took 8.22 / 7.97
+    # (F order 8.52 / 8.04; n = 128 the same, 1.36); SYRK (beta 1) n = 128 / 256 with leaves of
+    # 64 / 128 / 256 took 1.63 / 1.51 / 1.52 and 8.31 / 8.05 / 9.29 (float64), 1.17 / 1.25 / 1.25
+    # and 6.06 / 6.39 / 7.57 (float32); float32 TRMM n = 64 / 128 / 256 with leaves of 32 / 64 /
+    # 128 / 256: 0.289 / 0.193 / 0.194 / 0.194, 1.482 / 1.223 / 1.094 / 1.103 and 8.25 / 7.40 /
+    # 6.85 / 6.99.
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
                     "float32": LeafSizes(trsm=32, trmm=128, syrk=64, potrf=32, trtri=32,

@@ -70,15 +70,14 @@ _TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
 #: Smallest order of a TRMM, HERK or LAUUM leaf of a real dtype that the tile kernels take
 #: below the register kernels' largest (tiles of 32 up to order 32); smaller orders, and
 #: float32 TRMM up to 32, run on the register kernels. Each is where the tile kernel became the
-#: faster one on an H100 (batch 10240, C and F order, orders 17 / 20 / 24 / 28 / 32, device
-#: time, .carry-exp/t32.py, 2026-11-22): float64 TRMM 0.049 / 0.056 / 0.065 / 0.078 / 0.093
-#: ms on the register kernel against 0.066 / 0.058 / 0.059 / 0.069 / 0.082 on tiles of 32,
-#: HERK (beta 1) 0.110 / 0.131 / 0.186 / 0.231 / 0.331 against 0.073 / 0.073 / 0.076 / 0.085
-#: / 0.091, LAUUM 0.034 / 0.042 / 0.059 / 0.074 / 0.091 against 0.040 / 0.037 / 0.038 /
-#: 0.041 / 0.045; float32 HERK 0.068 / 0.081 / 0.103 / 0.126 / 0.152 against 0.068 / 0.066 /
-#: 0.067 / 0.068 / 0.070, LAUUM 0.022 / 0.026 / 0.033 / 0.041 / 0.054 against 0.046 / 0.040
-#: / 0.041 / 0.043 / 0.045; float32 TRMM 0.054 against 0.062 at 32 (and the same time, 0.039
-#: / 0.054 at 24 / 32, once float32 tiles ran on the tensor cores).
+#: faster one on an H100 (batch 10240, C order, orders 17 / 20 / 24 / 28, device time,
+#: .carry-exp/t32.py, 2026-11-22, after the staging of commit 8115cbb), register kernel against
+#: tiles of 32, ms: float64 TRMM 0.050 / 0.056 / 0.065 / 0.078 against 0.042 / 0.037 / 0.047 /
+#: 0.062, HERK (beta 1) 0.110 / 0.131 / 0.186 / 0.233 against 0.049 / 0.050 / 0.053 / 0.059,
+#: LAUUM 0.034 / 0.042 / 0.059 / 0.074 against 0.030 / 0.028 / 0.032 / 0.036; float32 HERK
+#: 0.068 / 0.081 / 0.102 / 0.126 against 0.047 / 0.047 / 0.048 / 0.050, LAUUM 0.022 / 0.026 /
+#: 0.033 / 0.041 against 0.029 / 0.028 / 0.028 / 0.029; float32 TRMM the same on both (0.029 /
+#: 0.031 / 0.039 / 0.046).
 _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lauum"): 17,
               ("float32", "herk"): 17, ("float32", "lauum"): 24}
 

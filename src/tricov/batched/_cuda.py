@@ -11,9 +11,10 @@ device array, which the front end reads once, at the end of the call.
   complex128): one launch of the register kernel of ``kernels/cuda/batched_small.cu``, a group
   of lanes of one warp per member, every operation in one canonical variant, the others reached
   through how operands are read (transposed, conjugated, reversed), POSV/POTRS/POTRI/POTI fused
-  (TRMM, HERK and LAUUM of real types from about order 20 on: one launch of a tile kernel of
+  (TRMM, HERK and LAUUM of real types from order 17 on: one launch of a tile kernel of
   ``kernels/cuda/batched_tile.cu`` with tiles of 32, where the register kernels' shuffles cost
-  more than the data they move).
+  more than the data they move; POTRI and POTI then run as separate kernels where that was
+  measured faster, see :func:`~tricov.backends.batched_cuda.split_inverse`).
 * Larger: :class:`~tricov.backends.batched_cuda.BatchedCUDAExecutor` under the recursions of
   :mod:`tricov.recursive` (the same code as the dense path): cuBLAS batched GEMM in the middle,
   the register kernels at the leaves (``leaf_sizes('batched_gpu', dtype)``, at most the
