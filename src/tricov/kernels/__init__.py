@@ -34,11 +34,15 @@ BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
 #: and for the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose
 #: elsewhere: too few members in flight at small orders, spilled registers with two tiles of
 #: order 32 (float64 TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
-#: Complex dtypes and the operations not listed keep one line per lane (not measured).
+#: TRTRI (code 4) at order 32, on an H100 (.carry-exp/lanes32.py, 2026-11-22, ms at 8 / 16 /
+#: 32 lanes): float64 0.104 / 0.092 / 0.101, float32 0.069 / 0.058 / 0.064 (POTRF, POTRI,
+#: POSV and TRSM were measured there too, and kept). Complex dtypes and the operations not
+#: listed keep one line per lane (not measured).
 BATCHED_LANES: dict[tuple[str, int, int], int] = {
     **{("d", 8, op): 4 for op in (3, 6, 9)},
     **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 6, 8, 9)},
     ("d", 32, 3): 16, ("d", 32, 6): 16, ("f", 32, 3): 8, ("f", 32, 6): 16,
+    ("d", 32, 4): 16, ("f", 32, 4): 16,
 }
 
 
