@@ -82,20 +82,22 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
               ("float32", "herk"): 17, ("float32", "lauum"): 24}
 
 
-#: Smallest order of at most SMALL_MAX at which POTRI and POTI run as separate kernels (the
-#: register kernels' POTRF and TRTRI, then LAUUM on a tile kernel) rather than as one fused
-#: register kernel; absent: always fused. On one H100 (batch 10240, device time,
-#: .carry-exp/inv_split.py, 2026-11-22), fused against separate, ms: float64 POTRI at orders
-#: 17 / 20 / 24 / 28 / 32 0.063 / 0.084 / 0.119 / 0.147 / 0.157 against 0.094 / 0.098 / 0.112
-#: / 0.127 / 0.145; float64 POTI 0.198 / 0.222 / 0.254 / 0.307 / 0.381 against 0.146 / 0.158 /
-#: 0.183 / 0.218 / 0.244; float32 POTI at 28 / 32 0.130 / 0.174 against 0.134 / 0.154; float32
-#: POTRI was fused-faster at every order (0.072 against 0.096 at 32).
-_SPLIT_FROM = {("float64", "potri"): 24, ("float64", "poti"): 17, ("float32", "poti"): 32}
+#: Smallest order of at most SMALL_MAX at which POTI runs as separate kernels (the register
+#: kernels' POTRF and TRTRI, then LAUUM on a tile kernel) rather than as one fused register
+#: kernel; absent (POTRI): always fused. On one H100 (batch 10240, device time,
+#: .carry-exp/inv_split2.py, 2026-11-22, after past() in batched_small.cu), fused against
+#: separate, ms, at orders 16 / 17 / 20 / 24 / 28 / 32: float64 POTI 0.033 / 0.164 / 0.171 /
+#: 0.191 / 0.249 / 0.301 against 0.040 / 0.125 / 0.129 / 0.153 / 0.185 / 0.207; float32 POTI
+#: 0.020 / 0.072 / 0.076 / 0.086 / 0.096 / 0.108 against 0.028 / 0.061 / 0.070 / 0.086 / 0.099 /
+#: 0.114 (from 17: at most 5% lost above 24, against 18% at 17 if always fused); POTRI fused
+#: was the faster at every order (float64 0.090 against 0.119 at 32, float32 0.050 against
+#: 0.069).
+_SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17}
 
 
 def split_inverse(dtype: np.dtype, op: str, n: int) -> bool:
-    """Whether ``op`` (``"potri"`` or ``"poti"``) of order ``n`` (at most :func:`small_max`)
-    runs as separate kernels instead of the fused register kernel."""
+    """Whether ``op`` (``"poti"``; ``"potri"`` is always fused) of order ``n`` (at most
+    :func:`small_max`) runs as separate kernels instead of the fused register kernel."""
     return n >= _SPLIT_FROM.get((np.dtype(dtype).name, op), n + 1)
 
 

@@ -26,21 +26,24 @@ _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<
 #: path, spills where they would be, at a CI-sized compile time).
 BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
 
-#: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character,
-#: padded order and operation code (TRSM 0, POTRF 3, POTRI 6, POTRS 8, POSV 9), where not the
-#: order itself (one line per lane). Measured at batch 10240 on an H200 (each the fastest of
+#: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character, padded
+#: order and operation code (TRSM 0, POTRF 3, TRTRI 4, POTRI 6, POTI 7, POTRS 8, POSV 9), where not
+#: the order itself (one line per lane). Measured at batch 10240 on an H200 (each the fastest of
 #: the lanes tried, benchmarks/exp_batched_small.py; gpu_batched_lanes_h200.txt): two lines per
-#: lane (one shuffle feeds two FMAs) for the factorization and the inverse from order 12 on
-#: and for the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose
-#: elsewhere: too few members in flight at small orders, spilled registers with two tiles of
-#: order 32 (float64 TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
-#: TRTRI (code 4) at order 32, on an H100 (.carry-exp/lanes32.py, 2026-11-22, ms at 8 / 16 /
-#: 32 lanes): float64 0.104 / 0.092 / 0.101, float32 0.069 / 0.058 / 0.064 (POTRF, POTRI,
-#: POSV and TRSM were measured there too, and kept). Complex dtypes and the operations not
-#: listed keep one line per lane (not measured).
+#: lane (one shuffle feeds two FMAs) for the factorization and the inverse from order 12 on and for
+#: the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose elsewhere:
+#: too few members in flight at small orders, spilled registers with two tiles of order 32 (float64
+#: TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
+#: Measured again on an H100 after past() in batched_small.cu (.carry-exp/lanes32.py, 2026-11-22,
+#: every operation listed at 8 / 16 / 32): TRTRI (code 4) and POTI (7) moved to two lines per lane
+#: at 16 (ms at 4 / 8 / 16 lanes: TRTRI float64 0.014 / 0.013 / 0.016, float32 0.012 / 0.008 /
+#: 0.011; POTI 0.020 / 0.021 / 0.032 and 0.016 / 0.013 / 0.019), TRTRI to two at 32 (8 / 16 / 32
+#: lanes: float64 0.077 / 0.070 / 0.086, float32 0.044 / 0.038 / 0.050), and float64 POTI to two at
+#: 8 (2 / 4 / 8 lanes: 0.010 / 0.007 / 0.008); the others were kept. Complex dtypes and the
+#: operations not listed keep one line per lane (not measured).
 BATCHED_LANES: dict[tuple[str, int, int], int] = {
-    **{("d", 8, op): 4 for op in (3, 6, 9)},
-    **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 6, 8, 9)},
+    **{("d", 8, op): 4 for op in (3, 6, 7, 9)},
+    **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 4, 6, 7, 8, 9)},
     ("d", 32, 3): 16, ("d", 32, 6): 16, ("f", 32, 3): 8, ("f", 32, 6): 16,
     ("d", 32, 4): 16, ("f", 32, 4): 16,
 }
