@@ -90,13 +90,12 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: LAUUM leaves
     # of 64 and TRMM and SYRK leaves on the tile kernels (kernels/cuda/batched_tile.cu). On one
-    # H100, batch 10240, C order (.carry-exp/t32.py, 2026-11-22, after the tile kernels' staging
-    # of commit 8115cbb, ms): float64 TRMM n = 256 with leaves of 128 / 256 took 8.22 / 7.97
-    # (F order 8.52 / 8.04; n = 128 the same, 1.36); SYRK (beta 1) n = 128 / 256 with leaves of
-    # 64 / 128 / 256 took 1.63 / 1.51 / 1.52 and 8.31 / 8.05 / 9.29 (float64), 1.17 / 1.25 / 1.25
-    # and 6.06 / 6.39 / 7.57 (float32); float32 TRMM n = 64 / 128 / 256 with leaves of 32 / 64 /
-    # 128 / 256: 0.289 / 0.193 / 0.194 / 0.194, 1.482 / 1.223 / 1.094 / 1.103 and 8.25 / 7.40 /
-    # 6.85 / 6.99.
+    # H100, batch 10240, C order (benchmarks/gpu_batched_ab.py leaves, 2026-11-22, ms at leaves
+    # of 64 / 128 / 256): float64 TRMM n = 128 1.84 / 1.36 / 1.36, n = 256 10.65 / 8.19 / 7.47;
+    # SYRK (beta 1) n = 128 1.63 / 1.52 / 1.51, n = 256 8.21 / 7.83 / 9.05; float32 TRMM n = 128
+    # 1.23 / 1.09 / 1.09, n = 256 7.29 / 6.81 / 6.93; SYRK n = 128 1.16 / 1.24 / 1.24, n = 256
+    # 6.01 / 6.33 / 7.51. (Float32 TRMM leaves of 32 on the register kernels took 1.48 / 8.25 at
+    # n = 128 / 256, commit 8115cbb.)
     "batched_gpu": {**{name: LeafSizes(**dict.fromkeys(OPERATIONS, 16))
                        for name in ("complex64", "complex128")},
                     "float32": LeafSizes(trsm=32, trmm=128, syrk=64, potrf=32, trtri=32,

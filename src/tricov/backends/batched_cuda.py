@@ -67,25 +67,26 @@ TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
 #: Largest leaf of the tile kernels, by leaf-size name: TRMM and HERK take any order (tiles
 #: of 64), LAUUM one tile.
 _TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
-#: Smallest order of a TRMM, HERK or LAUUM leaf of a real dtype that the tile kernels take
-#: below the register kernels' largest (tiles of 32 up to order 32); smaller orders, and
-#: float32 TRMM up to 32, run on the register kernels. Each is where the tile kernel became the
-#: faster one on an H100 (batch 10240, C order, orders 17 / 20 / 24 / 28, device time,
-#: .carry-exp/t32.py, 2026-11-22, after the staging of commit 8115cbb), register kernel against
-#: tiles of 32, ms: float64 TRMM 0.050 / 0.056 / 0.065 / 0.078 against 0.042 / 0.037 / 0.047 /
-#: 0.062, HERK (beta 1) 0.110 / 0.131 / 0.186 / 0.233 against 0.049 / 0.050 / 0.053 / 0.059,
-#: LAUUM 0.034 / 0.042 / 0.059 / 0.074 against 0.030 / 0.028 / 0.032 / 0.036; float32 HERK
-#: 0.068 / 0.081 / 0.102 / 0.126 against 0.047 / 0.047 / 0.048 / 0.050, LAUUM 0.022 / 0.026 /
-#: 0.033 / 0.041 against 0.029 / 0.028 / 0.028 / 0.029; float32 TRMM the same on both (0.029 /
-#: 0.031 / 0.039 / 0.046).
+#: Smallest order of a TRMM, HERK or LAUUM leaf of a real dtype that the tile kernels take below
+#: the register kernels' largest (tiles of 32 up to order 32); smaller orders run on the register
+#: kernels. Each is where the tile kernel became the faster one on an H100 (batch 10240, C order,
+#: device time, benchmarks/gpu_batched_ab.py tiles, 2026-11-22, after past() in batched_small.cu),
+#: register kernel against tiles of 32, ms at orders 17 / 20 / 24 / 28 / 32: float64 TRMM 0.051 /
+#: 0.055 / 0.065 / 0.078 / 0.093 against 0.043 / 0.038 / 0.047 / 0.063 / 0.079, HERK (beta 1) 0.113
+#: / 0.133 / 0.191 / 0.259 / 0.355 against 0.049 / 0.048 / 0.052 / 0.059 / 0.069, LAUUM 0.032 /
+#: 0.035 / 0.045 / 0.055 / 0.066 against 0.031 / 0.029 / 0.031 / 0.036 / 0.042; float32 HERK 0.070
+#: / 0.085 / 0.103 / 0.125 / 0.151 against 0.049 / 0.050 / 0.048 / 0.048 / 0.051, LAUUM 0.019 /
+#: 0.020 / 0.024 / 0.030 / 0.039 against 0.029 / 0.029 / 0.028 / 0.032 / 0.033 (orders 29-31 take
+#: the register kernel's padded work of order 32), TRMM 0.032 / 0.035 / 0.039 / 0.046 / 0.054
+#: against 0.037 / 0.037 / 0.036 / 0.038 / 0.044.
 _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lauum"): 17,
-              ("float32", "herk"): 17, ("float32", "lauum"): 24}
+              ("float32", "trmm"): 24, ("float32", "herk"): 17, ("float32", "lauum"): 29}
 
 
 #: Smallest order of at most SMALL_MAX at which POTI runs as separate kernels (the register
 #: kernels' POTRF and TRTRI, then LAUUM on a tile kernel) rather than as one fused register
 #: kernel; absent (POTRI): always fused. On one H100 (batch 10240, device time,
-#: .carry-exp/inv_split2.py, 2026-11-22, after past() in batched_small.cu), fused against
+#: benchmarks/gpu_batched_ab.py split, 2026-11-22, after past() in batched_small.cu), fused against
 #: separate, ms, at orders 16 / 17 / 20 / 24 / 28 / 32: float64 POTI 0.033 / 0.164 / 0.171 /
 #: 0.191 / 0.249 / 0.301 against 0.040 / 0.125 / 0.129 / 0.153 / 0.185 / 0.207; float32 POTI
 #: 0.020 / 0.072 / 0.076 / 0.086 / 0.096 / 0.108 against 0.028 / 0.061 / 0.070 / 0.086 / 0.099 /

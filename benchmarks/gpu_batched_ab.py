@@ -1,0 +1,237 @@
+"""A/B timings behind the batched GPU engine's choices, through the library's own launch path.
+
+Each mode times ``tricov.batched`` calls on C-ordered stacks (batch 10240, device time: calls
+queued behind a spinning kernel as ``tricov.batched.bench_gpu`` does, the restoring copy
+subtracted) while changing one choice between candidates, and prints one line per case:
+
+    python benchmarks/gpu_batched_ab.py lanes --order 32 --lanes 8 16 32
+        lanes per member of the register kernels (``tricov.kernels.BATCHED_LANES``)
+    python benchmarks/gpu_batched_ab.py split --orders 16 17 20 24 28 32
+        POTI of order <= 32 fused, or as separate kernels (``_SPLIT_FROM``)
+    python benchmarks/gpu_batched_ab.py tiles --orders 17 20 24 28 32
+        TRMM / SYRK (beta 1) / LAUUM on the register kernels, on tiles of 32 or of 64
+        (``_TILE_FROM``)
+    python benchmarks/gpu_batched_ab.py leaves --orders 128 256 --ops trmm syrk --leaf 64 128
+        leaf sizes of the recursions above the kernels (``tricov.set_leaf_size``)
+    python benchmarks/gpu_batched_ab.py source OLD.cu --orders 8 16 32
+        a variant of a kernel source (``--file``, default ``batched_small.cu``) against the
+        tree's, launched by the tree's launcher; the largest relative difference of the
+        results is printed
+
+Every mode takes ``--dtype`` (float64 float32 by default) and ``--ops``. Run on the GPU
+machine from the repository root with ``PYTHONPATH=src``; the kernels compile on first use
+(``--jobs`` processes compile them first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import tricov as tc
+import tricov.backends.batched_cuda as bc
+import tricov.kernels as tk
+from tricov.batched.bench_gpu import _Queue
+from tricov.kernels import nvrtc
+
+BATCH = 10240
+SOURCE = nvrtc.SOURCE_DIR
+INPUT = {"potrf": "a", "poti": "a", "posv": "a", "trtri": "l", "potri": "l", "lauum": "l",
+         "potrs": "l", "trsm": "l", "trmm": "l", "syrk": "r"}
+
+
+class Case:
+    """One dtype and order: SPD stack A, its factor L, right-hand sides R, and work arrays."""
+
+    def __init__(self, cp: Any, dtype: np.dtype, n: int) -> None:
+        rng = cp.random.default_rng(n)
+        x = rng.standard_normal((BATCH, n, n), dtype=dtype)
+        self.cp = cp
+        self.a = x @ x.transpose(0, 2, 1) + n * cp.eye(n, dtype=dtype)
+        self.l = cp.linalg.cholesky(self.a)
+        self.r = rng.standard_normal((BATCH, n, n), dtype=dtype)
+        self.w, self.x = cp.empty_like(self.a), cp.empty_like(self.r)
+
+    def call(self, op: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+        """The call of ``op`` with its restoring copies, and those copies alone."""
+        a, fac, r, w, x = self.a, self.l, self.r, self.w, self.x
+        src = {"a": a, "l": fac, "r": a}[INPUT[op]]
+
+        def restore() -> None:
+            if op in ("potrs", "trsm", "trmm", "posv"):
+                x[...] = r
+            if op not in ("potrs", "trsm", "trmm"):
+                w[...] = src
+
+        def run() -> None:
+            restore()
+            if op in ("potrs", "trsm", "trmm"):
+                getattr(tc.batched, op)(fac, x)
+            elif op == "syrk":
+                tc.batched.syrk(r, w, beta=1.0)
+            elif op == "posv":
+                tc.batched.posv(w, x, check=False)
+            elif op == "lauum":
+                tc.batched.lauum(w)
+            else:
+                getattr(tc.batched, op)(w, check=False)
+
+        return run, restore
+
+    def result(self, op: str) -> Any:
+        return (self.x if op in ("potrs", "trsm", "trmm", "posv") else self.w).copy()
+
+
+def milliseconds(queue: _Queue, fn: Callable[[], Any], reps: int = 3) -> float:
+    """Best device time of one call of ``fn`` over ``reps`` queues of 8, in ms."""
+    for _ in range(2):
+        fn()
+    return min(queue.seconds(fn, 0.3e-3) or np.inf for _ in range(reps)) / 8 * 1e3
+
+
+def timed(queue: _Queue, case: Case, op: str) -> float:
+    """Device ms of ``op`` less that of its restoring copies."""
+    fn, restore = case.call(op)
+    return milliseconds(queue, fn) - milliseconds(queue, restore)
+
+
+def _use_source(directory: Path) -> None:
+    nvrtc.SOURCE_DIR = directory
+    nvrtc.kernel.cache_clear()
+
+
+def _compile(directory: Path, items: list[tuple[str, str]], jobs: int) -> None:
+    with multiprocessing.get_context("spawn").Pool(jobs, _use_source, (directory,)) as pool:
+        pool.starmap(bc._compile, items)
+
+
+def _small_kernels(dtypes: list[np.dtype], orders: list[int], ops: list[str],
+                   lanes: list[int] | None = None) -> list[tuple[str, str]]:
+    items = []
+    for dt in dtypes:
+        for n in orders:
+            for op in ops:
+                order, g = bc.group_shape(n, dt, op)
+                for width in lanes or [g]:
+                    items.append(tk.batched_small(nvrtc.CTYPE[dt], order, width, bc.OPS[op]))
+    return items
+
+
+def main(argv: list[str] | None = None) -> None:
+    import cupy as cp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=("lanes", "split", "tiles", "leaves", "source"))
+    ap.add_argument("variant", nargs="?", help="source: the variant of the kernel source")
+    ap.add_argument("--file", default="batched_small.cu", help="source: the file it replaces")
+    ap.add_argument("--leaf", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--order", type=int, default=32, help="lanes: the padded order")
+    ap.add_argument("--lanes", type=int, nargs="+", default=[8, 16, 32])
+    ap.add_argument("--orders", type=int, nargs="+", default=[16, 17, 20, 24, 28, 32])
+    ap.add_argument("--ops", nargs="+")
+    ap.add_argument("--dtype", nargs="+", default=["float64", "float32"])
+    ap.add_argument("--jobs", type=int, default=16)
+    args = ap.parse_args(argv)
+    dtypes = [np.dtype(d) for d in args.dtype]
+    queue = _Queue(8)
+
+    if args.mode == "lanes":
+        ops = args.ops or ["potrf", "trtri", "potri", "poti", "potrs", "posv", "trsm"]
+        _compile(SOURCE, _small_kernels(dtypes, [args.order], ops, args.lanes), args.jobs)
+        table = dict(tk.BATCHED_LANES)
+        for dt in dtypes:
+            case = Case(cp, dt, args.order)
+            for op in ops:
+                key = (dt.char, args.order, bc.OPS[op])
+                times = []
+                for width in args.lanes:
+                    tk.BATCHED_LANES[key] = width
+                    times.append(timed(queue, case, op))
+                tk.BATCHED_LANES.clear()
+                tk.BATCHED_LANES.update(table)
+                print(f"{dt.name} n={args.order} {op:6s} ms at lanes "
+                      + " / ".join(f"{w}: {t:.4f}" for w, t in zip(args.lanes, times, strict=True))
+                      + f"  (now {tk.batched_lanes(dt.char, args.order, bc.OPS[op])})",
+                      flush=True)
+    elif args.mode == "split":
+        table = dict(bc._SPLIT_FROM)
+        for dt in dtypes:
+            for n in args.orders:
+                case = Case(cp, dt, n)
+                line = []
+                for op in args.ops or ["poti"]:  # POTRI is always fused
+                    times = []
+                    for first in (n + 1, 1):  # fused, then split
+                        bc._SPLIT_FROM[(dt.name, op)] = first
+                        times.append(timed(queue, case, op))
+                    bc._SPLIT_FROM.clear()
+                    bc._SPLIT_FROM.update(table)
+                    line.append(f"{op} fused {times[0]:.4f} split {times[1]:.4f}")
+                print(f"{dt.name} n={n:3d} " + " | ".join(line), flush=True)
+    elif args.mode == "tiles":
+        table, order = dict(bc._TILE_FROM), bc.tile_order
+        modes = {"register": (1 << 30, order), "tile": (1, order), "tile64": (1, lambda n: 64)}
+        for dt in dtypes:
+            for n in args.orders:
+                case = Case(cp, dt, n)
+                for op in args.ops or ["trmm", "syrk", "lauum"]:
+                    times = []
+                    for first, tile in modes.values():
+                        bc._TILE_FROM[(dt.name, "herk" if op == "syrk" else op)] = first
+                        bc.tile_order = tile
+                        times.append(timed(queue, case, op))
+                    bc._TILE_FROM.clear()
+                    bc._TILE_FROM.update(table)
+                    bc.tile_order = order
+                    print(f"{dt.name} n={n:3d} {op:6s} ms " + " / ".join(
+                        f"{m} {t:.4f}" for m, t in zip(modes, times, strict=True)), flush=True)
+    elif args.mode == "leaves":
+        for dt in dtypes:
+            for n in args.orders:
+                case = Case(cp, dt, n)
+                for op in args.ops or ["trmm", "syrk", "lauum"]:
+                    times = []
+                    for leaf in args.leaf:
+                        tc.set_leaf_size("batched_gpu", op, dt, leaf)
+                        times.append(timed(queue, case, op))
+                    tc.set_leaf_size("batched_gpu", op, dt, None)
+                    print(f"{dt.name} n={n:3d} {op:6s} ms at leaves " + " / ".join(
+                        f"{f}: {t:.4f}" for f, t in zip(args.leaf, times, strict=True)),
+                        flush=True)
+    else:
+        if not args.variant:
+            ap.error("source: name the variant of the kernel source")
+        other = Path(tempfile.mkdtemp())
+        shutil.copytree(SOURCE, other, dirs_exist_ok=True)
+        shutil.copy(args.variant, other / args.file)
+        ops = args.ops or ["potrf", "trtri", "potri", "poti", "posv", "potrs", "trsm"]
+        if args.file == "batched_small.cu":  # others compile on first use
+            items = _small_kernels(dtypes, args.orders, ops)
+            for directory in (SOURCE, other):
+                _compile(directory, items, args.jobs)
+        for dt in dtypes:
+            for n in args.orders:
+                case = Case(cp, dt, n)
+                for op in ops:
+                    times, results = [], []
+                    for directory in (other, SOURCE):
+                        _use_source(directory)
+                        times.append(timed(queue, case, op))
+                        case.call(op)[0]()
+                        results.append(case.result(op))
+                    ref = float(cp.abs(results[1]).max())
+                    diff = float(cp.abs(results[0] - results[1]).max()) / ref
+                    print(f"{dt.name} n={n:2d} {op:6s} ms variant {times[0]:.4f} tree "
+                          f"{times[1]:.4f} (x{times[0] / times[1]:.2f})  rel. diff {diff:.1e}",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()
