@@ -83,16 +83,14 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
               ("float32", "trmm"): 24, ("float32", "herk"): 17, ("float32", "lauum"): 29}
 
 
-#: Smallest order of at most SMALL_MAX at which POTI runs as separate kernels (the register
-#: kernels' POTRF and TRTRI, then LAUUM on a tile kernel) rather than as one fused register
-#: kernel; absent (POTRI): always fused. On one H100 (batch 10240, device time,
-#: benchmarks/gpu_batched_ab.py split, 2026-11-22, after past() in batched_small.cu), fused against
-#: separate, ms, at orders 16 / 17 / 20 / 24 / 28 / 32: float64 POTI 0.033 / 0.164 / 0.171 /
-#: 0.191 / 0.249 / 0.301 against 0.040 / 0.125 / 0.129 / 0.153 / 0.185 / 0.207; float32 POTI
-#: 0.020 / 0.072 / 0.076 / 0.086 / 0.096 / 0.108 against 0.028 / 0.061 / 0.070 / 0.086 / 0.099 /
-#: 0.114 (from 17: at most 5% lost above 24, against 18% at 17 if always fused); POTRI fused
-#: was the faster at every order (float64 0.090 against 0.119 at 32, float32 0.050 against
-#: 0.069).
+#: Smallest order of at most SMALL_MAX at which POTI runs as two register kernels (POTRF, then the
+#: fused POTRI on the members that did not fail) rather than as one fused kernel; absent: always
+#: fused (POTRI is, at every order: float64 0.090 ms against 0.119 for TRTRI then a LAUUM tile at
+#: 32, float32 0.050 against 0.069). On one H100 (batch 10240, device time,
+#: benchmarks/gpu_batched_ab.py split, 2026-11-22), fused against two kernels, ms at orders 8 / 16
+#: / 17 / 24 / 32: float64 0.008 / 0.021 / 0.163 / 0.196 / 0.304 against 0.012 / 0.027 / 0.095 /
+#: 0.128 / 0.188; float32 0.006 / 0.013 / 0.073 / 0.086 / 0.108 against 0.009 / 0.018 / 0.048 /
+#: 0.064 / 0.092 (the fused kernel of order 32 holds one line per lane).
 _SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17}
 
 

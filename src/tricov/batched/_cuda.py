@@ -13,8 +13,8 @@ device array, which the front end reads once, at the end of the call.
   through how operands are read (transposed, conjugated, reversed), POSV/POTRS/POTRI/POTI fused
   (TRMM, HERK and LAUUM of real types from order 17 on: one launch of a tile kernel of
   ``kernels/cuda/batched_tile.cu`` with tiles of 32, where the register kernels' shuffles cost
-  more than the data they move; POTI then runs as separate kernels where that was measured
-  faster, see :func:`~tricov.backends.batched_cuda.split_inverse`).
+  more than the data they move; POTI runs as POTRF then POTRI where that was measured faster,
+  see :func:`~tricov.backends.batched_cuda.split_inverse`).
 * Larger: :class:`~tricov.backends.batched_cuda.BatchedCUDAExecutor` under the recursions of
   :mod:`tricov.recursive` (the same code as the dense path): cuBLAS batched GEMM in the middle,
   the register kernels at the leaves (``leaf_sizes('batched_gpu', dtype)``, at most the
@@ -208,8 +208,7 @@ class CUDAEngine:
             ex = self._executor(track=True, fresh=True)
             if split_inverse(self.dtype, "poti", a.rows):
                 ex.small("potrf", a, n=a.rows, fresh=True)
-                ex.small("trtri", a, n=a.rows)  # these two skip the failed members
-                ex.lauum(a)
+                ex.small("potri", a, n=a.rows)  # skips the failed members
             else:
                 ex.small("poti", a, n=a.rows, fresh=True)
             return ex.info
