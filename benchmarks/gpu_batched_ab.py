@@ -43,8 +43,8 @@ from tricov.kernels import nvrtc
 
 BATCH = 10240
 SOURCE = nvrtc.SOURCE_DIR
-INPUT = {"potrf": "a", "poti": "a", "posv": "a", "trtri": "l", "potri": "l", "lauum": "l",
-         "potrs": "l", "trsm": "l", "trmm": "l", "syrk": "r"}
+#: Operations whose square operand is the factor L (the others take the SPD matrix A).
+ON_FACTOR = {"trtri", "potri", "lauum", "potrs", "trsm", "trmm"}
 
 
 class Case:
@@ -53,7 +53,6 @@ class Case:
     def __init__(self, cp: Any, dtype: np.dtype, n: int) -> None:
         rng = cp.random.default_rng(n)
         x = rng.standard_normal((BATCH, n, n), dtype=dtype)
-        self.cp = cp
         self.a = x @ x.transpose(0, 2, 1) + n * cp.eye(n, dtype=dtype)
         self.l = cp.linalg.cholesky(self.a)
         self.r = rng.standard_normal((BATCH, n, n), dtype=dtype)
@@ -62,7 +61,7 @@ class Case:
     def call(self, op: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
         """The call of ``op`` with its restoring copies, and those copies alone."""
         a, fac, r, w, x = self.a, self.l, self.r, self.w, self.x
-        src = {"a": a, "l": fac, "r": a}[INPUT[op]]
+        src = fac if op in ON_FACTOR else a
 
         def restore() -> None:
             if op in ("potrs", "trsm", "trmm", "posv"):
@@ -90,10 +89,11 @@ class Case:
 
 
 def milliseconds(queue: _Queue, fn: Callable[[], Any], reps: int = 3) -> float:
-    """Best device time of one call of ``fn`` over ``reps`` queues of 8, in ms."""
+    """Best device time of one call of ``fn`` over ``reps`` queues, in ms."""
     for _ in range(2):
         fn()
-    return min(queue.seconds(fn, 0.3e-3) or np.inf for _ in range(reps)) / 8 * 1e3
+    best = min(queue.seconds(fn, 0.3e-3) or np.inf for _ in range(reps))
+    return best / queue.queued * 1e3
 
 
 def timed(queue: _Queue, case: Case, op: str) -> float:

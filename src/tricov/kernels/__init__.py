@@ -34,13 +34,14 @@ BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
 #: the solves at order 16; four for float32 POTRF at 32 (1.3x there). Wider lanes lose elsewhere:
 #: too few members in flight at small orders, spilled registers with two tiles of order 32 (float64
 #: TRSM/POTRS at 16 lanes run 1.15x faster but spill, so they stay at 32).
-#: Measured again on an H100 after past() in batched_small.cu (benchmarks/gpu_batched_ab.py lanes,
-#: 2026-11-22, every operation listed at 8 / 16 / 32): TRTRI (code 4) and POTI (7) moved to two
-#: lines per lane at 16 (ms at 4 / 8 / 16 lanes: TRTRI float64 0.014 / 0.013 / 0.016, float32 0.012
-#: / 0.008 / 0.011; POTI 0.020 / 0.021 / 0.032 and 0.016 / 0.013 / 0.019), TRTRI to two at 32 (8 /
-#: 16 / 32 lanes: float64 0.077 / 0.070 / 0.086, float32 0.044 / 0.038 / 0.050), and float64 POTI
-#: to two at 8 (2 / 4 / 8 lanes: 0.010 / 0.007 / 0.008); the others were kept. Complex dtypes and
-#: the operations not listed keep one line per lane (not measured).
+#: Measured again on an H100 after past() in batched_small.cu (the sweep of
+#: benchmarks/gpu_batched_ab.py lanes, 2026-11-22, every operation listed at 8 / 16 / 32): TRTRI
+#: (code 4) and POTI (7) moved to two lines per lane at 16 (ms at 4 / 8 / 16 lanes: TRTRI float64
+#: 0.014 / 0.013 / 0.016, float32 0.012 / 0.008 / 0.011; POTI 0.020 / 0.021 / 0.032 and 0.016 /
+#: 0.013 / 0.019), TRTRI to two at 32 (8 / 16 / 32 lanes: float64 0.077 / 0.070 / 0.086, float32
+#: 0.044 / 0.038 / 0.050), and float64 POTI to two at 8 (2 / 4 / 8 lanes: 0.010 / 0.007 / 0.008);
+#: the others were kept. Complex dtypes and the operations not listed keep one line per lane (not
+#: measured).
 BATCHED_LANES: dict[tuple[str, int, int], int] = {
     **{("d", 8, op): 4 for op in (3, 6, 7, 9)},
     **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 4, 6, 7, 8, 9)},

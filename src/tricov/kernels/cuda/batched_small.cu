@@ -322,7 +322,8 @@ __device__ __forceinline__ void inverse_diagonal(T (&dinv)[N / G], const T (&a)[
 // every fourth line only. Padding lines are zero, so the up to three lines past n that a loop
 // then runs subtract products with a zero factor, from padding alone. A test at every line (a
 // compare and a branch) made a quarter of the instructions of POTRF of order 32, and its
-// removal made the kernels of order 32 1.2-1.5x faster (H100, benchmarks/gpu_batched_ab.py source).
+// removal made the kernels of order 32 1.2-1.5x faster (H100, benchmarks/gpu_batched_ab.py
+// source with the earlier file).
 __device__ __forceinline__ bool past(int k, int n) { return k % 4 == 0 && k >= n; }
 
 // ------------------------------------------------------------------------------ algorithms

@@ -32,11 +32,11 @@
 // Memory is moved in pairs of neighbouring elements where it can be (16-byte copies of
 // doubles, bypassing L1, and 16-byte stores): an operand whose memory runs along r in aligned
 // pairs is staged so, and an output whose rows have unit stride is stored so; other layouts
-// move single elements. On one H100 (batch 10240, float64, C order; the two stagings A/B as in
-// benchmarks/gpu_batched_ab.py source --file batched_tile.cu) that took TRMM of order 64 from
-// 0.417 to 0.325 ms (torch.matmul 0.340) and LAUUM 64 from 0.241 to 0.223 ms (0.229); Nsight
-// Compute had put the kernels' limit in the L1 and L2 request rates of 8-byte accesses (TRMM:
-// L2 80% busy, DRAM 53%; now 70% and 67%).
+// move single elements. On one H100 (batch 10240, float64, C order; an A/B of the two stagings,
+// which benchmarks/gpu_batched_ab.py source --file batched_tile.cu repeats) that took TRMM of
+// order 64 from 0.417 to 0.325 ms (torch.matmul 0.340) and LAUUM 64 from 0.241 to 0.223 ms
+// (0.229); Nsight Compute had put the kernels' limit in the L1 and L2 request rates of 8-byte
+// accesses (TRMM: L2 80% busy, DRAM 53%; now 70% and 67%).
 // Benchmarks: benchmarks/gpu_batched_h100.txt.
 
 // Operands are read as in batched_small.cu: the canonical element (i, j) of an operand is
