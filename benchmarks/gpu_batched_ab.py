@@ -6,6 +6,9 @@ subtracted) while changing one choice between candidates, and prints one line pe
 
     python benchmarks/gpu_batched_ab.py lanes --order 32 --lanes 8 16 32
         lanes per member of the register kernels (``tricov.kernels.BATCHED_LANES``)
+    python benchmarks/gpu_batched_ab.py blocks --order 32 --blocks 0 3 4 5
+        fewest blocks per multiprocessor asked of ptxas for the register kernels at the lanes
+        in force (``tricov.kernels.BATCHED_BLOCKS``; 0: ptxas chooses)
     python benchmarks/gpu_batched_ab.py split --orders 16 17 20 24 28 32
         POTI of order <= 32 fused, or as separate kernels (``_SPLIT_FROM``)
     python benchmarks/gpu_batched_ab.py tiles --orders 17 20 24 28 32
@@ -124,16 +127,24 @@ def _small_kernels(dtypes: list[np.dtype], orders: list[int], ops: list[str],
     return items
 
 
+def _small_key(dtype: np.dtype, n: int, op: str) -> tuple[str, int, int, int]:
+    """The :data:`tricov.kernels.BATCHED_BLOCKS` key of the register kernel of ``op`` at order
+    ``n``, with the lanes in force."""
+    order, lanes = bc.group_shape(n, dtype, op)
+    return (dtype.char, order, lanes, bc.OPS[op])
+
+
 def main(argv: list[str] | None = None) -> None:
     import cupy as cp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=("lanes", "split", "tiles", "leaves", "source"))
+    ap.add_argument("mode", choices=("lanes", "blocks", "split", "tiles", "leaves", "source"))
     ap.add_argument("variant", nargs="?", help="source: the variant of the kernel source")
     ap.add_argument("--file", default="batched_small.cu", help="source: the file it replaces")
     ap.add_argument("--leaf", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument("--order", type=int, default=32, help="lanes: the padded order")
     ap.add_argument("--lanes", type=int, nargs="+", default=[8, 16, 32])
+    ap.add_argument("--blocks", type=int, nargs="+", default=[0, 3, 4, 5])
     ap.add_argument("--orders", type=int, nargs="+", default=[16, 17, 20, 24, 28, 32])
     ap.add_argument("--ops", nargs="+")
     ap.add_argument("--dtype", nargs="+", default=["float64", "float32"])
@@ -160,6 +171,31 @@ def main(argv: list[str] | None = None) -> None:
                       + " / ".join(f"{w}: {t:.4f}" for w, t in zip(args.lanes, times, strict=True))
                       + f"  (now {tk.batched_lanes(dt.char, args.order, bc.OPS[op])})",
                       flush=True)
+    elif args.mode == "blocks":  # of order 17-32, POTI and POSV run two kernels each
+        ops = args.ops or ["potrf", "trtri", "potri", "potrs", "posv", "trsm"]
+        table = dict(tk.BATCHED_BLOCKS)
+        items = []
+        for blocks in args.blocks:
+            for dt in dtypes:
+                for op in ops:
+                    tk.BATCHED_BLOCKS[_small_key(dt, args.order, op)] = blocks
+            items += _small_kernels(dtypes, [args.order], ops)
+        tk.BATCHED_BLOCKS.clear()
+        tk.BATCHED_BLOCKS.update(table)
+        _compile(SOURCE, items, args.jobs)
+        for dt in dtypes:
+            case = Case(cp, dt, args.order)
+            for op in ops:
+                key = _small_key(dt, args.order, op)
+                times = []
+                for blocks in args.blocks:
+                    tk.BATCHED_BLOCKS[key] = blocks
+                    times.append(timed(queue, case, op))
+                tk.BATCHED_BLOCKS.clear()
+                tk.BATCHED_BLOCKS.update(table)
+                print(f"{dt.name} n={args.order} {op:6s} ms at blocks "
+                      + " / ".join(f"{b}: {t:.4f}" for b, t in zip(args.blocks, times, strict=True))
+                      + f"  (now {table.get(key, 0)}, lanes {key[2]})", flush=True)
     elif args.mode == "split":
         table = dict(bc._SPLIT_FROM)
         for dt in dtypes:

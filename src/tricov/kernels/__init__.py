@@ -9,22 +9,24 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape",
-           "batched_lanes", "batched_small", "batched_tile", "block_order", "definitions",
-           "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_order",
-           "tile_shared", "tile_threads"]
+__all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
+           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
+           "block_order", "definitions", "instantiations", "leaf_shape", "leaf_smem",
+           "square_smem", "tile_order", "tile_shared", "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
          "tricov::cplx<double>": "double"}
 
 _TAGS = {"float": "s", "double": "d", "tricov::cplx<float>": "c", "tricov::cplx<double>": "z"}
+#: NumPy's character of each scalar type (the keys of the tables below).
+_CHARS = {"float": "f", "double": "d", "tricov::cplx<float>": "F", "tricov::cplx<double>": "D"}
 
 #: Operations of ``batched_small.cu`` whose widest instantiation holds the most registers
 #: (two full tiles, or one triangle of several lines per lane): with every operation at order
 #: 4 and the kernels of several lines per lane, what the CI compile check builds (every code
 #: path, spills where they would be, at a CI-sized compile time).
-BATCHED_HEAVY = (0, 3, 6, 9)  # TRSM, POTRF, POTRI, POSV
+BATCHED_HEAVY = (0, 3, 6, 8, 9)  # TRSM, POTRF, POTRI, POTRS, POSV
 
 #: Lanes per member of the register kernels of ``batched_small.cu``, by dtype character, padded
 #: order and operation code (TRSM 0, POTRF 3, TRTRI 4, POTRI 6, POTI 7, POTRS 8, POSV 9), where not
@@ -56,12 +58,29 @@ def batched_lanes(char: str, order: int, op: int) -> int:
     return BATCHED_LANES.get((char, order, op), order)
 
 
+#: Fewest resident blocks per multiprocessor asked of ptxas (the second argument of
+#: ``__launch_bounds__``) for a register kernel, by dtype character, padded order, lanes per member
+#: and operation code; 0 where not listed (ptxas chooses the registers). Measured at batch 10240
+#: on an H100 (``benchmarks/gpu_batched_ab.py blocks`` at orders 4, 8, 16 and 32 with 0 and 2-16
+#: blocks, 2026-11-26), two kernels gain:
+#:
+#: - float32 POSV of order 16 on 8 lanes: 5 blocks hold it at 96 registers (ptxas alone takes
+#:   152), without spills; 0.0159 against 0.0206 ms;
+#: - float32 POTRS of order 32 on 32 lanes: left alone, ptxas stops at 96 registers and spills 24
+#:   bytes; asked for 5 blocks it takes the same 96 and spills nothing, at the same speed (0.0759
+#:   against 0.0765 ms; asked for 2 or 3 it takes 141 and runs 12% slower).
+#:
+#: Everywhere else ptxas's own choice was the fastest or within 5%, or the faster choice spills.
+BATCHED_BLOCKS: dict[tuple[str, int, int, int], int] = {("f", 16, 8, 9): 5, ("f", 32, 32, 8): 5}
+
+
 def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str]:
     """Name and defining line of the register kernel of ``batched_small.cu`` for a scalar type,
     a (padded) order, lanes per member and an operation code (``TRICOV_BATCHED_SMALL``, a
-    C-linkage kernel)."""
+    C-linkage kernel, with its blocks of :data:`BATCHED_BLOCKS`)."""
     name = f"tricov_batched_small_{_TAGS[ctype]}{order}x{lanes}_{op}"
-    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op})"
+    blocks = BATCHED_BLOCKS.get((_CHARS[ctype], order, lanes, op), 0)
+    return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op}, {blocks})"
 
 
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
@@ -114,15 +133,13 @@ def definitions(source: str) -> dict[str, list[str]]:
                 for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}
-    chars = {"float": "f", "double": "d", "tricov::cplx<float>": "F",
-             "tricov::cplx<double>": "D"}
     out: dict[str, list[str]] = {}
     for t in _TYPES:
         widest = 16 if "cplx" in t else 32
         kernels = [(4, op) for op in range(10)] + [(widest, op) for op in BATCHED_HEAVY]
         kernels += [(order, op) for (ch, order, op) in BATCHED_LANES
-                    if ch == chars[t] and order < widest]
-        out[t] = [batched_small(t, order, batched_lanes(chars[t], order, op), op)[1]
+                    if ch == _CHARS[t] and order < widest]
+        out[t] = [batched_small(t, order, batched_lanes(_CHARS[t], order, op), op)[1]
                   for order, op in dict.fromkeys(kernels)]
     return out
 

@@ -636,12 +636,13 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     store_tile<T, N, G, false, LOWER_COLS>(a, t, live && !failed, lane, 0, Lower{false, n});
 }
 
-// A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP) for
-// the one it launches, so that CuPy can cache the binary on disk (it caches modules compiled
-// without C++ name expressions only). Members [first, first + count) of the batch, blockDim.x
-// / G per block.
-#define TRICOV_BATCHED_SMALL(NAME, T, N, G, OP)                                                \
-    extern "C" __global__ void __launch_bounds__(128)                                          \
+// A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP,
+// BLOCKS) for the one it launches, so that CuPy can cache the binary on disk (it caches modules
+// compiled without C++ name expressions only). Members [first, first + count) of the batch,
+// blockDim.x / G per block; BLOCKS is the fewest blocks per multiprocessor asked of ptxas (0:
+// its own choice of registers, see tricov.kernels.BATCHED_BLOCKS).
+#define TRICOV_BATCHED_SMALL(NAME, T, N, G, OP, BLOCKS)                                        \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS)                                  \
     NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
          tricov::real_t<T> beta, const long long* tp, long long tb, long long ts,              \
          long long to, long long tld, int tf, const long long* rp, long long rb,               \
