@@ -10,7 +10,7 @@ subtracted) while changing one choice between candidates, and prints one line pe
         fewest blocks per multiprocessor asked of ptxas for the register kernels at the lanes
         in force (``tricov.kernels.BATCHED_BLOCKS``; 0: ptxas chooses)
     python benchmarks/gpu_batched_ab.py split --orders 16 17 20 24 28 32
-        POTI of order <= 32 fused, or as separate kernels (``_SPLIT_FROM``)
+        POTI or POSV (``--ops``) of order <= 32 fused, or as two kernels (``_SPLIT_FROM``)
     python benchmarks/gpu_batched_ab.py tiles --orders 17 20 24 28 32
         TRMM / SYRK (beta 1) / LAUUM on the register kernels, on tiles of 32 or of 64
         (``_TILE_FROM``)

@@ -51,7 +51,7 @@ from .cuda_libs import GEMM_CHUNK
 
 __all__ = ["BLOCK", "GEMM_CHUNK", "MAX_BLOCKS", "OPS", "SMALL_MAX", "TILE_MODES",
            "BatchedCUDAExecutor", "compile_kernels", "group_shape", "leaf_max", "padded_order",
-           "small_max", "split_inverse"]
+           "small_max", "split_small"]
 
 #: Operation codes of the register kernel (``enum Op`` of batched_small.cu).
 OPS = {"trsm": 0, "trmm": 1, "herk": 2, "potrf": 3, "trtri": 4, "lauum": 5, "potri": 6,
@@ -83,20 +83,25 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
               ("float32", "trmm"): 24, ("float32", "herk"): 17, ("float32", "lauum"): 29}
 
 
-#: Smallest order of at most SMALL_MAX at which POTI runs as two register kernels (POTRF, then the
-#: fused POTRI on the members that did not fail) rather than as one fused kernel; absent: always
-#: fused (POTRI is, at every order: float64 0.090 ms against 0.119 for TRTRI then a LAUUM tile at
-#: 32, float32 0.050 against 0.069). On one H100 (batch 10240, device time,
-#: benchmarks/gpu_batched_ab.py split, 2026-11-22), fused against two kernels, ms at orders 8 / 16
-#: / 17 / 24 / 32: float64 0.008 / 0.021 / 0.163 / 0.196 / 0.304 against 0.012 / 0.027 / 0.095 /
-#: 0.128 / 0.188; float32 0.006 / 0.013 / 0.073 / 0.086 / 0.108 against 0.009 / 0.018 / 0.048 /
-#: 0.064 / 0.092 (the fused kernel of order 32 holds one line per lane).
-_SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17}
+#: Smallest order of at most SMALL_MAX at which POTI and POSV run as two register kernels (POTRF,
+#: then the fused POTRI or POTRS on the members that did not fail) rather than as one fused
+#: kernel; absent: always fused (POTRI is, at every order: float64 0.090 ms against 0.119 for
+#: TRTRI then a LAUUM tile at 32, float32 0.050 against 0.069). On one H100 (batch 10240, device
+#: time, benchmarks/gpu_batched_ab.py split, 2026-11-22), POTI fused against two kernels, ms at
+#: orders 8 / 16 / 17 / 24 / 32: float64 0.008 / 0.021 / 0.163 / 0.196 / 0.304 against 0.012 /
+#: 0.027 / 0.095 / 0.128 / 0.188; float32 0.006 / 0.013 / 0.073 / 0.086 / 0.108 against 0.009 /
+#: 0.018 / 0.048 / 0.064 / 0.092 (the fused kernel of order 32 holds one line per lane). Fused
+#: POSV of order 17-32 holds two 32 x 32 tiles per member, too many registers for enough warps
+#: (2026-11-26, orders 17 / 24 / 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469
+#: held at 168 registers by 3 blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162
+#: / 0.232 split; float32 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120.
+_SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17,
+               ("float64", "posv"): 17, ("float32", "posv"): 17}
 
 
-def split_inverse(dtype: np.dtype, op: str, n: int) -> bool:
-    """Whether ``op`` (``"poti"``; ``"potri"`` is always fused) of order ``n`` (at most
-    :func:`small_max`) runs as separate kernels instead of the fused register kernel."""
+def split_small(dtype: np.dtype, op: str, n: int) -> bool:
+    """Whether ``op`` (``"poti"`` or ``"posv"``) of order ``n`` (at most :func:`small_max`)
+    runs as two register kernels instead of its fused one (see ``_SPLIT_FROM``)."""
     return n >= _SPLIT_FROM.get((np.dtype(dtype).name, op), n + 1)
 
 

@@ -13,8 +13,8 @@ device array, which the front end reads once, at the end of the call.
   through how operands are read (transposed, conjugated, reversed), POSV/POTRS/POTRI/POTI fused
   (TRMM, HERK and LAUUM of real types from order 17 on: one launch of a tile kernel of
   ``kernels/cuda/batched_tile.cu`` with tiles of 32, where the register kernels' shuffles cost
-  more than the data they move; POTI runs as POTRF then POTRI where that was measured faster,
-  see :func:`~tricov.backends.batched_cuda.split_inverse`).
+  more than the data they move; POTI and POSV run as POTRF then POTRI or POTRS where that was
+  measured faster, see :func:`~tricov.backends.batched_cuda.split_small`).
 * Larger: :class:`~tricov.backends.batched_cuda.BatchedCUDAExecutor` under the recursions of
   :mod:`tricov.recursive` (the same code as the dense path): cuBLAS batched GEMM in the middle,
   the register kernels at the leaves (``leaf_sizes('batched_gpu', dtype)``, at most the
@@ -36,12 +36,10 @@ from .._policy import LeafSizes, leaf_sizes
 from .._views import Mat
 from ..backends.base import herk_ops_ok, trxm_ops_ok
 from ..backends.batched_cuda import (
-    SMALL_MAX,
     BatchedCUDAExecutor,
     leaf_max,
-    padded_order,
     small_max,
-    split_inverse,
+    split_small,
 )
 from ._operands import Group
 
@@ -206,7 +204,7 @@ class CUDAEngine:
         keeps its partial factorization."""
         if a.rows <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            if split_inverse(self.dtype, "poti", a.rows):
+            if split_small(self.dtype, "poti", a.rows):
                 ex.small("potrf", a, n=a.rows, fresh=True)
                 ex.small("potri", a, n=a.rows)  # skips the failed members
             else:
@@ -230,12 +228,12 @@ class CUDAEngine:
         n = a.rows
         if n <= self.limit:
             ex = self._executor(track=True, fresh=True)
-            if padded_order(n) < SMALL_MAX:
-                ex.small("posv", a, r=b, n=n, m=b.cols, fresh=True)
-            else:  # two kernels: one holding both 32 x 32 tiles would run too few warps
+            if split_small(self.dtype, "posv", n):
                 ex.small("potrf", a, n=n, fresh=True)
                 if b.cols:
                     ex.small("potrs", a, r=b, n=n, m=b.cols)  # skips the failed members
+            else:
+                ex.small("posv", a, r=b, n=n, m=b.cols, fresh=True)
             return ex.info
         ex = self._executor(track=True)
         recursive.potrf(ex, self._nb(), a)
