@@ -105,6 +105,22 @@ def timed(queue: _Queue, case: Case, op: str) -> float:
     return milliseconds(queue, fn) - milliseconds(queue, restore)
 
 
+def sweep(queue: _Queue, case: Case, op: str, table: dict, key: Any,
+          values: list[Any]) -> list[float]:
+    """Device ms of ``op`` with ``table[key]`` set to each of ``values`` in turn; the table is
+    restored after."""
+    saved = dict(table)
+    times = []
+    try:
+        for value in values:
+            table[key] = value
+            times.append(timed(queue, case, op))
+    finally:
+        table.clear()
+        table.update(saved)
+    return times
+
+
 def _use_source(directory: Path) -> None:
     nvrtc.SOURCE_DIR = directory
     nvrtc.kernel.cache_clear()
@@ -156,59 +172,45 @@ def main(argv: list[str] | None = None) -> None:
     if args.mode == "lanes":
         ops = args.ops or ["potrf", "trtri", "potri", "poti", "potrs", "posv", "trsm"]
         _compile(SOURCE, _small_kernels(dtypes, [args.order], ops, args.lanes), args.jobs)
-        table = dict(tk.BATCHED_LANES)
         for dt in dtypes:
             case = Case(cp, dt, args.order)
             for op in ops:
                 key = (dt.char, args.order, bc.OPS[op])
-                times = []
-                for width in args.lanes:
-                    tk.BATCHED_LANES[key] = width
-                    times.append(timed(queue, case, op))
-                tk.BATCHED_LANES.clear()
-                tk.BATCHED_LANES.update(table)
+                times = sweep(queue, case, op, tk.BATCHED_LANES, key, args.lanes)
                 print(f"{dt.name} n={args.order} {op:6s} ms at lanes "
                       + " / ".join(f"{w}: {t:.4f}" for w, t in zip(args.lanes, times, strict=True))
                       + f"  (now {tk.batched_lanes(dt.char, args.order, bc.OPS[op])})",
                       flush=True)
-    elif args.mode == "blocks":  # of order 17-32, POTI and POSV run two kernels each
-        ops = args.ops or ["potrf", "trtri", "potri", "potrs", "posv", "trsm"]
+    elif args.mode == "blocks":
+        # the fused kernels the engine runs at this order (not POSV / POTI where they split)
+        ops = {dt: [op for op in args.ops or ["potrf", "trtri", "potri", "potrs", "posv", "trsm"]
+                    if not bc.split_small(dt, op, args.order)] for dt in dtypes}
         table = dict(tk.BATCHED_BLOCKS)
         items = []
         for blocks in args.blocks:
             for dt in dtypes:
-                for op in ops:
-                    tk.BATCHED_BLOCKS[_small_key(dt, args.order, op)] = blocks
-            items += _small_kernels(dtypes, [args.order], ops)
+                tk.BATCHED_BLOCKS.update(dict.fromkeys(
+                    (_small_key(dt, args.order, op) for op in ops[dt]), blocks))
+                items += _small_kernels([dt], [args.order], ops[dt])
         tk.BATCHED_BLOCKS.clear()
         tk.BATCHED_BLOCKS.update(table)
         _compile(SOURCE, items, args.jobs)
         for dt in dtypes:
             case = Case(cp, dt, args.order)
-            for op in ops:
+            for op in ops[dt]:
                 key = _small_key(dt, args.order, op)
-                times = []
-                for blocks in args.blocks:
-                    tk.BATCHED_BLOCKS[key] = blocks
-                    times.append(timed(queue, case, op))
-                tk.BATCHED_BLOCKS.clear()
-                tk.BATCHED_BLOCKS.update(table)
+                times = sweep(queue, case, op, tk.BATCHED_BLOCKS, key, args.blocks)
                 print(f"{dt.name} n={args.order} {op:6s} ms at blocks "
                       + " / ".join(f"{b}: {t:.4f}" for b, t in zip(args.blocks, times, strict=True))
                       + f"  (now {table.get(key, 0)}, lanes {key[2]})", flush=True)
     elif args.mode == "split":
-        table = dict(bc._SPLIT_FROM)
         for dt in dtypes:
             for n in args.orders:
                 case = Case(cp, dt, n)
                 line = []
                 for op in args.ops or ["poti"]:  # POTRI is always fused
-                    times = []
-                    for first in (n + 1, 1):  # fused, then split
-                        bc._SPLIT_FROM[(dt.name, op)] = first
-                        times.append(timed(queue, case, op))
-                    bc._SPLIT_FROM.clear()
-                    bc._SPLIT_FROM.update(table)
+                    times = sweep(queue, case, op, bc._SPLIT_FROM, (dt.name, op),
+                                  [n + 1, 1])  # fused, then split
                     line.append(f"{op} fused {times[0]:.4f} split {times[1]:.4f}")
                 print(f"{dt.name} n={n:3d} " + " | ".join(line), flush=True)
     elif args.mode == "tiles":
