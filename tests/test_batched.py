@@ -371,6 +371,19 @@ def test_batch_shapes(shape: tuple[int, ...]) -> None:
     assert tc.batched.posv(spd_stack(rng, 6, np.float64, shape), b, check=False).shape == shape
 
 
+def test_broadcast_triangle() -> None:
+    """A read-only triangle broadcast over a batch of right-hand sides (batch strides 0)."""
+    rng = make_rng("batched-broadcast")
+    t = tri_stack(rng, 5, np.float64, "L", unit=False)[0, 0]
+    a = np.broadcast_to(t, (2, 3, 5, 5))
+    b = random_general(rng, (2, 3, 5, 4), np.float64)
+    x = b.copy()
+    assert tc.batched.trsm(a, x) is x
+    for idx in members((2, 3)):
+        err = trsm_error(t, b[idx], x[idx], side="L", uplo="L", trans="N", diag="N", alpha=1.0)
+        assert_small(err, np.float64, 5, f"trsm member {idx}")
+
+
 @pytest.mark.parametrize("n", [0, 1])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=str)
 def test_orders_zero_and_one(n: int, dtype: np.dtype) -> None:

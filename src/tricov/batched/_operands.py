@@ -34,6 +34,7 @@ import numpy as np
 
 from .._frontend import SUPPORTED, _address_alias, _is_cupy, as_array
 from .._views import Mat, view_from, view_of
+from ..kernels.numba.members import stack_addresses
 
 __all__ = ["SLOT_BITS", "Batch", "Group", "Operand", "check_square", "slot_of"]
 
@@ -317,6 +318,10 @@ class Batch:
                 return [Group(tuple(views), None, None, affine, self.count)]
         ptrs = xp.empty((len(self.ops), self.count), np.int64)
         for slot, (base, shape, strides) in enumerate(layouts):
+            if self.device is None:
+                stack_addresses(ptrs[slot], base, np.array(shape, np.int64),
+                                np.array(strides, np.int64))
+                continue
             row = ptrs[slot].reshape(self.shape)
             row[...] = base
             for d, (extent, stride) in enumerate(zip(shape, strides, strict=True)):

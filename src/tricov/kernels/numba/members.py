@@ -7,7 +7,7 @@ from numba import njit, prange
 
 from .lanes import itemsize, mload, mstore
 
-__all__ = ["conj_members", "scan_diagonals"]
+__all__ = ["conj_members", "scan_diagonals", "stack_addresses"]
 
 
 @njit(cache=True, parallel=True)
@@ -45,3 +45,30 @@ def scan_diagonals(addrs, active, n, step, nan, z, info, threads):
                 if (np.isnan(x) if nan else x == 0):
                     info[b] = k + 1
                     break
+
+
+@njit(cache=True)
+def stack_addresses(out, base, shape, strides):
+    """Write the address of every member of a stack into ``out``, in C order of the batch.
+
+    Member ``(k_0, .., k_d)`` lies at ``base + sum_i k_i * strides[i]`` bytes; ``shape`` and
+    ``strides`` (int64 arrays) are the batch dimensions, ``out`` holds ``prod(shape)`` values.
+    """
+    nd = shape.shape[0]
+    idx = np.zeros(nd, np.int64)
+    inner = shape[nd - 1] if nd else 1
+    step = strides[nd - 1] if nd else 0
+    addr = base
+    for b in range(0, out.shape[0], inner):
+        row = out[b:b + inner]
+        for k in range(inner):
+            row[k] = addr + k * step
+        d = nd - 2
+        while d >= 0:  # the next index of the outer dimensions, like an odometer
+            idx[d] += 1
+            addr += strides[d]
+            if idx[d] < shape[d]:
+                break
+            addr -= idx[d] * strides[d]
+            idx[d] = 0
+            d -= 1

@@ -695,7 +695,8 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
         HERK only; T is not read when it is 0.
     t, r : tuple (addrs, ld, tr, rev, conj)
         The square operand T and the rectangular operand R (``r`` is ignored where the
-        operation has none): the int64 byte address of memory element (0, 0) of each member;
+        operation has none): the byte address of memory element (0, 0) of each member (a
+        contiguous int64 array);
         the leading dimension of the members' column-major memory in elements; whether the
         canonical operand is the transpose of memory; whether it is reversed (rows and
         columns for T, that is ``P T P``; rows for R); whether it is conjugated.
@@ -706,25 +707,34 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     """
     nb = info.shape[0]
     dtype = np.dtype(dtype)
-    w = lanes_for(dtype)
+    w = _LANES[dtype]
     nt = _threads_for(nb, n, m, threads, w)
-    tp = np.ascontiguousarray(t[0], dtype=np.int64)
-    rp = np.ascontiguousarray(r[0], dtype=np.int64)
     alpha = complex(alpha)
     # one block: the parameters, the scalars, then each thread's scratch and lane infos
     wbytes = -(-(_scratch_size(op, n, m) * w * dtype.itemsize + w * 8) // 64) * 64
     block = np.empty(P_COUNT + 3 + 8 + nt * wbytes // 8, np.int64)
-    base = _address(block)
-    work = -(-(base + (P_COUNT + 3) * 8) // 64) * 64
-    block[:P_COUNT] = (op, n, m, unit, nb, _address(tp), t[1], t[2], t[3], t[4], _address(rp),
-                       r[1], r[2], r[3], r[4], _address(info), base + P_COUNT * 8, work, wbytes,
-                       0)
+    block[:P_COUNT] = (op, n, m, unit, nb, 0, t[1], t[2], t[3], t[4], 0, r[1], r[2], r[3], r[4],
+                       0, 0, 0, wbytes, 0)
     block[P_COUNT:P_COUNT + 3].view(np.float64)[:] = (alpha.real, alpha.imag, beta)
-    for_threads(_worker(dtype).address, base, nt)
+    for_threads(_worker(dtype).address, _addresses(block, t[0], r[0], info), nt)
 
 
-def _address(arr: np.ndarray) -> int:
-    return arr.__array_interface__["data"][0]
+_LANES = {dtype: lanes_for(dtype) for dtype in _WORKERS}
+
+
+@njit(types.int64(*[types.int64[::1]] * 4), cache=True)
+def _addresses(block, tp, rp, info):
+    """Write the addresses of the parameter block: of the member addresses of T and R, of the
+    info, of the scalars (after the parameters) and of the first thread's scratch (the next
+    64-byte boundary after the scalars); returns the block's address. The signature admits
+    contiguous int64 arrays only."""
+    base = block.ctypes.data
+    block[P_TP] = tp.ctypes.data
+    block[P_RP] = rp.ctypes.data
+    block[P_INFO] = info.ctypes.data
+    block[P_SCALARS] = base + P_COUNT * 8
+    block[P_WORK] = -(-(base + (P_COUNT + 3) * 8) // 64) * 64
+    return base
 
 
 #: Work (member count times ``n^2 (n + m)``) per thread below which a call runs in fewer
