@@ -1,11 +1,12 @@
 """The staged TRMM and out-of-place TRSM schedules (tricov.backends.staged), on the CPU.
 
 The GPU runs every recursive TRMM staged: leaves batched, then products batched level by
-level, reading a copy of B; and its TRSMs solve into a workspace, products reading the solved
-rows from there. Here the CPU executor is made to run the same schedules (its batched calls
-fall back to one BLAS call per member, its leaves solve in place and copy), so every variant,
-dtype, layout and odd size of the schedules is checked against the references without a GPU,
-and the calls they make are counted.
+level, reading a copy of B; and its TRSMs move the right-hand sides between B and a workspace
+(products write the rows they update there, leaves solve from there into B). Here the CPU
+executor is made to run the same schedules (its batched calls fall back to one BLAS call per
+member, its leaves solve in place and copy, a GEMM into another output copies C first), so
+every variant, dtype, layout and odd size of the schedules is checked against the references
+without a GPU, and the calls they make are counted.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
     """The CPU executor runs TRMM staged and TRSM out of place, with a workspace budget of
     ``state['budget']`` bytes, and counts its batched calls and TRSM leaves in
     ``state['calls']`` (kind, members)."""
-    state: dict = {"budget": 1 << 30, "calls": [], "keep": []}
+    state: dict = {"budget": 1 << 30, "calls": [], "keep": [], "copied": []}
 
     def run_trmm(self, b, body):
         staged.run(self, b, body, state["budget"])
@@ -46,6 +47,8 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
                    view.itemsize)
 
     def copy_into(self, src, dst):
+        if not state.get("in_leaf"):  # the copies of the schedule, not of a leaf's own
+            state["copied"].append(src.mrows * src.mcols)
         if src.mrows and src.mcols:
             self._memory(dst.ptr, dst.mrows, dst.mcols, dst.ld)[...] = self._memory(
                 src.ptr, src.mrows, src.mcols, src.ld)
@@ -54,12 +57,20 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     def trsm_into(self, lower, unit, alpha, a, src, dst):
         state["calls"].append(("trsm", 1))
-        plain_into(self, lower, unit, alpha, a, src, dst)
+        state["in_leaf"] = True
+        try:
+            plain_into(self, lower, unit, alpha, a, src, dst)
+        finally:
+            state["in_leaf"] = False
 
     plain_gemm, plain_leaves = CPUExecutor.gemm, CPUExecutor.trmm_from
 
-    def gemm(self, alpha, a, b, beta, c, count=1, steps=(0, 0, 0)):
+    def gemm(self, alpha, a, b, beta, c, count=1, steps=(0, 0, 0), out=None):
         state["calls"].append(("gemm", count))
+        if out is not None:  # C read, the result in out: as a copy and an in-place GEMM
+            self._memory(out.ptr, out.mrows, out.mcols, out.ld)[...] = self._memory(
+                c.ptr, c.mrows, c.mcols, c.ld)
+            c = out
         plain_gemm(self, alpha, a, b, beta, c, count, steps)
 
     def trmm_from(self, lower, unit, alpha, a, src, dst, count=1, steps=(0, 0, 0)):
@@ -135,8 +146,9 @@ def test_cholesky_family(staging: dict, dtype: np.dtype, uplo: str) -> None:
 
 @pytest.mark.parametrize("lower", [True, False])
 def test_solve_reads_only_solved_rows(staging: dict, lower: bool) -> None:
-    """The workspace starts as NaN: a product that read a block of it before its leaf wrote
-    it would spread NaN into B. The solution is that of the in-place recursion."""
+    """The workspace starts as NaN: a product or leaf that read a block of it before a product
+    wrote it would spread NaN into B. Only the first leaf's rows are copied back (the others
+    solve from the workspace into B). The solution is that of the in-place recursion."""
     dtype = np.dtype(np.float64)
     rng = make_rng("staged-solve", lower)
     a = random_triangular(rng, 50, dtype, uplo="L" if lower else "U")
@@ -144,5 +156,6 @@ def test_solve_reads_only_solved_rows(staging: dict, lower: bool) -> None:
     with forced_leaf_size(dtype, 4):
         got = tc.trsm(a, b.copy(), uplo="L" if lower else "U")
     assert [kind for kind, _ in staging["calls"]].count("trsm") == 13  # 32 + 16 + 2 rows
+    assert staging["copied"] == [(4 if lower else 2) * 3]  # rows 0-3, or 48-49, solved first
     want = np.linalg.solve(np.tril(a) if lower else np.triu(a), b)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

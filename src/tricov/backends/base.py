@@ -93,25 +93,31 @@ class Executor:
 
     # ------------------------------------------------------------- primitives
     def gemm(self, alpha: complex, a: Mat, b: Mat, beta: complex, c: Mat, count: int = 1,
-             steps: tuple[int, int, int] = (0, 0, 0)) -> None:
+             steps: tuple[int, int, int] = (0, 0, 0), out: Mat | None = None) -> None:
         """``C = alpha A B + beta C`` on logical views.
 
         With ``count > 1``, the same product on ``count`` triples of blocks: the ``i``-th
-        ``i * steps`` bytes after ``a``, ``b`` and ``c`` (:meth:`raw_gemm_strided`).
+        ``i * steps`` bytes after ``a``, ``b`` and ``c`` (:meth:`raw_gemm_strided`). With
+        ``out`` (one product; a view of the shape and layout of ``c``), the result goes there
+        and ``c`` is only read (:meth:`raw_gemm_into`).
         """
         sa, sb, sc = steps
         if c.t:
             a, b, c = b.T, a.T, c.T
+            out = out.T if out is not None else None
             sa, sb = sb, sa
         if self.complex and opt.has_c(c.op):
             a, b, c = a.conj, b.conj, c.conj
+            out = out.conj if out is not None else None
             alpha, beta = self._cj(alpha), self._cj(beta)
         m, n, k = c.mrows, c.mcols, a.cols
         if m == 0 or n == 0:
             return
         args = (self._letter(a), self._letter(b), m, n, k, alpha, a.ptr, a.ld, b.ptr, b.ld,
                 beta, c.ptr, c.ld)
-        if count == 1:
+        if out is not None:
+            self.raw_gemm_into(*args, out.ptr, out.ld)
+        elif count == 1:
             self.raw_gemm(*args)
         else:
             self.raw_gemm_strided(*args, count, sa, sb, sc)
@@ -228,6 +234,12 @@ class Executor:
     # ------------------------------------------------- raw, backend-specific
     def raw_gemm(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
                  lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int) -> None:
+        raise NotImplementedError
+
+    def raw_gemm_into(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex,
+                      a: int, lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+                      d: int, ldd: int) -> None:
+        """:meth:`raw_gemm` with the result in ``d`` (leading dimension ``ldd``); C is read."""
         raise NotImplementedError
 
     def raw_gemm_strided(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex,

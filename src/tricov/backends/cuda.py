@@ -449,6 +449,10 @@ class CUDAExecutor(Executor):
             self._hb, lib.OP[ta], lib.OP[tb], m, n, k, self._s(alpha), a, lda, b, ldb,
             self._s(beta), c, ldc), "gemm")
 
+    def raw_gemm_into(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, d, ldd):
+        lib.matmul_into(self._hb, self._stream, self.dtype, lib.OP[ta], lib.OP[tb], m, n, k,
+                        self._s(alpha), a, lda, b, ldb, self._s(beta), c, ldc, d, ldd)
+
     def raw_gemm_strided(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count,
                          sa, sb, sc):
         size = self.dtype.itemsize

@@ -1,10 +1,11 @@
-"""Thin bindings to cuBLAS and cuSOLVER, by pointer, on CuPy's handles.
+"""Thin bindings to cuBLAS, cuBLASLt and cuSOLVER, by pointer, on CuPy's handles.
 
-CuPy binds GEMM and TRSM but not TRMM, SYRK/HERK for every precision, or cuSOLVER's TRTRI, so
-tricov declares the few entry points it needs itself, against the very libraries CuPy has
-loaded (found in the process map), and calls them with CuPy's per-device handles on the current
-stream. Scalars are passed from host memory (pointer mode host), so calls can be captured into
-CUDA graphs with their values baked in.
+CuPy binds GEMM and TRSM but not TRMM, SYRK/HERK for every precision, cuSOLVER's TRTRI, or
+cuBLASLt's matmul (a GEMM whose output ``D`` need not be its input ``C``), so tricov declares the
+few entry points it needs itself, against the very libraries CuPy has loaded (found in the
+process map), and calls them with CuPy's per-device handles on the current stream. Scalars are
+passed from host memory (pointer mode host), so calls can be captured into CUDA graphs with
+their values baked in.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["GEMM_CHUNK", "bind_blas", "bind_solver", "blas", "capture_handle", "check",
-           "cublas_handle", "cusolver_handle", "own_handle", "solver"]
+           "cublas_handle", "cusolver_handle", "matmul_into", "own_handle", "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -46,11 +47,12 @@ def _loaded_library(fragment: str) -> ctypes.CDLL:
 
 
 @functools.cache
-def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL]:
-    # Creating CuPy's handles loads both libraries into the process.
+def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL, ctypes.CDLL]:
+    # Creating CuPy's handles loads the libraries into the process (cuBLAS loads cuBLASLt).
     cublas_handle()
     cusolver_handle()
-    return _loaded_library("libcublas"), _loaded_library("libcusolver")
+    return (_loaded_library("libcublas"), _loaded_library("libcusolver"),
+            _loaded_library("libcublasLt"))
 
 
 def cublas_handle() -> int:
@@ -89,12 +91,19 @@ _SIGNATURES: dict[str, list] = {
     "potrs": [_vp, _i, _i, _i, _vp, _i, _vp, _i, _vp],
     "cusolverDnXtrtri_bufferSize": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _vp],
     "cusolverDnXtrtri": [_vp, _i, _i, _i64, _i, _vp, _i64, _vp, _sz, _vp, _sz, _vp],
+    "cublasLtMatmulDescCreate": [_vp, _i, _i],
+    "cublasLtMatmulDescSetAttribute": [_vp, _i, _vp, _sz],
+    "cublasLtMatrixLayoutCreate": [_vp, _i, ctypes.c_uint64, ctypes.c_uint64, _i64],
+    "cublasLtMatmulPreferenceCreate": [_vp],
+    "cublasLtMatmulPreferenceSetAttribute": [_vp, _i, _vp, _sz],
+    "cublasLtMatmulAlgoGetHeuristic": [_vp] * 7 + [_i, _vp, _vp],
+    "cublasLtMatmul": [_vp] * 16,
 }
 
 
 @functools.cache
 def _function(library: str, name: str, signature: str) -> Callable[..., int]:
-    lib = _libs()[0 if library == "cublas" else 1]
+    lib = _libs()[("cublas", "cusolver", "cublasLt").index(library)]
     fn = getattr(lib, name)
     fn.restype = ctypes.c_int
     fn.argtypes = _SIGNATURES[signature]
@@ -111,6 +120,70 @@ def solver(name: str, dtype: np.dtype | None = None) -> Callable[..., int]:
     """A cuSOLVER function: ``solver("potrf", float64)`` is ``cusolverDnDpotrf``."""
     full = name if dtype is None else f"cusolverDn{_PREFIX[np.dtype(dtype)]}{name}"
     return _function("cusolver", full, name)
+
+
+#: cuBLASLt's enumerations: compute type (and scale type) per dtype, the matmul descriptor's
+#: TRANSA and TRANSB attributes, the preference's MAX_WORKSPACE_BYTES.
+_LT_COMPUTE = {np.dtype(np.float32): 68, np.dtype(np.float64): 70, np.dtype(np.complex64): 68,
+               np.dtype(np.complex128): 70}
+_LT_TRANSA, _LT_TRANSB, _LT_MAX_WORKSPACE = 3, 4, 1
+#: Bytes of a cublasLtMatmulHeuristicResult_t (the algorithm, 64 bytes, comes first).
+_LT_RESULT = 96
+
+
+def _lt(name: str) -> Callable[..., int]:
+    return _function("cublasLt", name, name)
+
+
+@functools.lru_cache(maxsize=256)
+def _lt_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int, ldb: int,
+             ldc: int, ldd: int) -> tuple[int, int, int, int, int, Any]:
+    """cuBLASLt's descriptors of one GEMM shape and the algorithm its heuristic picks (no
+    workspace, so nothing allocates while a graph is captured); kept for the process."""
+    kind = CUDA_TYPE[dtype]
+    desc = ctypes.c_void_p()
+    check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(desc), _LT_COMPUTE[dtype], kind),
+          "cublasLtMatmulDescCreate")
+    for attr, value in ((_LT_TRANSA, ta), (_LT_TRANSB, tb)):
+        op = ctypes.c_int32(value)
+        check(_lt("cublasLtMatmulDescSetAttribute")(desc, attr, ctypes.byref(op), 4),
+              "cublasLtMatmulDescSetAttribute")
+    layouts = []
+    for rows, cols, ld in ((k, m, lda) if ta else (m, k, lda), (n, k, ldb) if tb else (k, n, ldb),
+                           (m, n, ldc), (m, n, ldd)):
+        layout = ctypes.c_void_p()
+        check(_lt("cublasLtMatrixLayoutCreate")(ctypes.byref(layout), kind, rows, cols, ld),
+              "cublasLtMatrixLayoutCreate")
+        layouts.append(layout.value)
+    pref = ctypes.c_void_p()
+    check(_lt("cublasLtMatmulPreferenceCreate")(ctypes.byref(pref)),
+          "cublasLtMatmulPreferenceCreate")
+    zero = ctypes.c_uint64(0)
+    check(_lt("cublasLtMatmulPreferenceSetAttribute")(pref, _LT_MAX_WORKSPACE,
+                                                      ctypes.byref(zero), 8),
+          "cublasLtMatmulPreferenceSetAttribute")
+    result = ctypes.create_string_buffer(_LT_RESULT)
+    found = ctypes.c_int(0)
+    check(_lt("cublasLtMatmulAlgoGetHeuristic")(cublas_handle(), desc, *layouts, pref, 1,
+                                                result, ctypes.byref(found)),
+          "cublasLtMatmulAlgoGetHeuristic")
+    if found.value < 1:
+        raise RuntimeError(f"cuBLASLt has no algorithm for a {dtype} GEMM of {m}x{n}x{k}")
+    return (desc.value, *layouts, result)
+
+
+def matmul_into(handle: int, stream: int, dtype: np.dtype, ta: int, tb: int, m: int, n: int,
+                k: int, alpha: int, a: int, lda: int, b: int, ldb: int, beta: int, c: int,
+                ldc: int, d: int, ldd: int) -> None:
+    """``D <- alpha op(A) op(B) + beta C`` (cuBLASLt's matmul; ``ta``/``tb`` cublasOperation_t
+    values, ``alpha``/``beta`` host addresses): a GEMM whose output need not be its input.
+
+    ``handle`` is a cuBLAS handle (a valid cuBLASLt handle too), ``stream`` the stream's
+    address."""
+    desc, la, lb, lc, ld_, result = _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb, ldc,
+                                             ldd)
+    check(_lt("cublasLtMatmul")(handle, desc, alpha, a, la, b, lb, beta, c, lc, d, ld_, result,
+                                None, 0, stream), "cublasLtMatmul")
 
 
 def check(status: int, what: str) -> None:
