@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["GEMM_CHUNK", "bind_blas", "bind_solver", "blas", "capture_handle", "check",
-           "cublas_handle", "cusolver_handle", "matmul_into", "own_handle", "solver"]
+           "cublas_handle", "cusolver_handle", "matmul_into", "matmul_workspace", "own_handle",
+           "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -137,9 +138,10 @@ def _lt(name: str) -> Callable[..., int]:
 
 @functools.lru_cache(maxsize=256)
 def _lt_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int, ldb: int,
-             ldc: int, ldd: int) -> tuple[int, int, int, int, int, Any]:
-    """cuBLASLt's descriptors of one GEMM shape and the algorithm its heuristic picks (no
-    workspace, so nothing allocates while a graph is captured); kept for the process."""
+             ldc: int, ldd: int) -> tuple[int, int, int, int, int, Any, int]:
+    """cuBLASLt's descriptors of one GEMM shape, the algorithm its heuristic picks with at
+    most :data:`CAPTURE_WORKSPACE` bytes of workspace, and the bytes it needs; kept for the
+    process."""
     kind = CUDA_TYPE[dtype]
     desc = ctypes.c_void_p()
     check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(desc), _LT_COMPUTE[dtype], kind),
@@ -158,9 +160,9 @@ def _lt_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int
     pref = ctypes.c_void_p()
     check(_lt("cublasLtMatmulPreferenceCreate")(ctypes.byref(pref)),
           "cublasLtMatmulPreferenceCreate")
-    zero = ctypes.c_uint64(0)
+    most = ctypes.c_uint64(CAPTURE_WORKSPACE)
     check(_lt("cublasLtMatmulPreferenceSetAttribute")(pref, _LT_MAX_WORKSPACE,
-                                                      ctypes.byref(zero), 8),
+                                                      ctypes.byref(most), 8),
           "cublasLtMatmulPreferenceSetAttribute")
     result = ctypes.create_string_buffer(_LT_RESULT)
     found = ctypes.c_int(0)
@@ -169,21 +171,29 @@ def _lt_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int
           "cublasLtMatmulAlgoGetHeuristic")
     if found.value < 1:
         raise RuntimeError(f"cuBLASLt has no algorithm for a {dtype} GEMM of {m}x{n}x{k}")
-    return (desc.value, *layouts, result)
+    workspace = ctypes.c_size_t.from_buffer(result, 64).value  # after the 64-byte algorithm
+    return (desc.value, *layouts, result, workspace)
+
+
+def matmul_workspace(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int,
+                     ldb: int, ldc: int, ldd: int) -> int:
+    """Bytes of workspace :func:`matmul_into` needs for this GEMM shape."""
+    return _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb, ldc, ldd)[-1]
 
 
 def matmul_into(handle: int, stream: int, dtype: np.dtype, ta: int, tb: int, m: int, n: int,
                 k: int, alpha: int, a: int, lda: int, b: int, ldb: int, beta: int, c: int,
-                ldc: int, d: int, ldd: int) -> None:
+                ldc: int, d: int, ldd: int, workspace: int) -> None:
     """``D <- alpha op(A) op(B) + beta C`` (cuBLASLt's matmul; ``ta``/``tb`` cublasOperation_t
     values, ``alpha``/``beta`` host addresses): a GEMM whose output need not be its input.
 
     ``handle`` is a cuBLAS handle (a valid cuBLASLt handle too), ``stream`` the stream's
-    address."""
-    desc, la, lb, lc, ld_, result = _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb, ldc,
-                                             ldd)
+    address, ``workspace`` the address of :func:`matmul_workspace` bytes of device memory
+    that no other work on another stream uses meanwhile."""
+    desc, la, lb, lc, ld_, result, size = _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb,
+                                                   ldc, ldd)
     check(_lt("cublasLtMatmul")(handle, desc, alpha, a, la, b, lb, beta, c, lc, d, ld_, result,
-                                None, 0, stream), "cublasLtMatmul")
+                                workspace, size, stream), "cublasLtMatmul")
 
 
 def check(status: int, what: str) -> None:
