@@ -41,7 +41,7 @@ POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: memory (128) against cuSOLVER/cuBLAS ones.
 CANDIDATES: dict[str, list[dict[str, int]]] = {
     "trsm": [{"trsm": 128}, {"trsm": 256}, {"trsm": 512}],
-    "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}],
+    "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}, {"trmm": 512}],
     "potrf": [{"potrf_whole": 1, "potrf": nb}
               for nb in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
     + [{"potrf": 1 << 20}],
