@@ -321,8 +321,9 @@ class CUDAExecutor(Executor):
     def run_trsm(self, lower: bool, unit: bool, a: Mat, b: Mat, block: int,
                  body: Callable[[Executor, Mat], None]) -> None:
         """Invert the diagonal blocks of ``a`` (:meth:`prepare_trsm`); where each leaf is one
-        of them, solve into a workspace (:func:`~tricov.backends.staged.solve`, within
-        :attr:`stage_bytes` per panel), so that leaves are GEMMs with the inverses."""
+        of them, solve out of place between B and a workspace
+        (:func:`~tricov.backends.staged.solve`, within :attr:`stage_bytes` per panel), so that
+        leaves are GEMMs with the inverses."""
         self.prepare_trsm(lower, unit, a, b, block)
         if self._inverses is None or self._inverses.leaf != block:
             body(self, b)
