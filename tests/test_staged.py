@@ -25,12 +25,16 @@ from tricov.backends import staged
 from tricov.backends.cpu import CPUExecutor
 
 
-@pytest.fixture
-def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """The CPU executor runs TRMM staged and TRSM out of place, with a workspace budget of
+@pytest.fixture(params=["copy", "spine"])
+def staging(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> dict:
+    """The CPU executor runs TRMM staged (on a copy of B, or without it: both schedules, as
+    ``state['mode']`` says) and TRSM out of place, with a workspace budget of
     ``state['budget']`` bytes, and counts its batched calls and TRSM leaves in
-    ``state['calls']`` (kind, members)."""
-    state: dict = {"budget": 1 << 30, "calls": [], "keep": [], "copied": []}
+    ``state['calls']`` (kind, members) and the elements the schedules copy in
+    ``state['copied']``."""
+    state: dict = {"budget": 1 << 30, "calls": [], "keep": [], "copied": [],
+                   "mode": request.param}
+    monkeypatch.setattr(staged, "SPINE_COLUMNS", 1 if request.param == "spine" else 1 << 30)
 
     def run_trmm(self, b, body):
         staged.run(self, b, body, state["budget"])
@@ -75,7 +79,11 @@ def staging(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     def trmm_from(self, lower, unit, alpha, a, src, dst, count=1, steps=(0, 0, 0)):
         state["calls"].append(("trmm", count))
-        plain_leaves(self, lower, unit, alpha, a, src, dst, count, steps)
+        state["in_leaf"] = True
+        try:
+            plain_leaves(self, lower, unit, alpha, a, src, dst, count, steps)
+        finally:
+            state["in_leaf"] = False
 
     for name, fn in (("run_trmm", run_trmm), ("run_trsm", run_trsm),
                      ("stage_block", stage_block), ("copy_into", copy_into), ("gemm", gemm),
@@ -114,8 +122,10 @@ def test_panels(staging: dict, name: str, side: str, budget_columns: int) -> Non
 
 @pytest.mark.parametrize("uplo", "LU")
 def test_one_call_per_level(staging: dict, uplo: str) -> None:
-    """A power-of-two order runs as one batched leaf call and one GEMM per level; B equals the
-    product of the in-place recursion (the same products, summed in another order)."""
+    """A power-of-two order runs as one batched leaf call and one GEMM per level (on a copy
+    of B), or one GEMM per level for the products off the spine and one per spine node,
+    copying only the first leaf's rows (without); B equals the product of the in-place
+    recursion (the same products, summed in another order)."""
     dtype = np.dtype(np.float64)
     rng = make_rng("staged-levels", uplo)
     a = random_triangular(rng, 64, dtype, uplo=uplo)
@@ -123,7 +133,13 @@ def test_one_call_per_level(staging: dict, uplo: str) -> None:
     with forced_leaf_size(dtype, 4):
         got = tc.trmm(a, b.copy(), uplo=uplo)
     assert staging["calls"][0] == ("trmm", 16)
-    assert sorted(staging["calls"][1:]) == [("gemm", 2**k) for k in range(4)]
+    if staging["mode"] == "copy":
+        assert sorted(staging["calls"][1:]) == [("gemm", 2**k) for k in range(4)]
+        assert staging["copied"] == []  # the copy of B is the stage's own
+    else:
+        assert sorted(staging["calls"][1:]) == sorted(
+            [("gemm", 1)] * 4 + [("gemm", 2**k - 1) for k in range(1, 4)])
+        assert staging["copied"] == [4 * 3]
     want = (np.tril(a) if uplo == "L" else np.triu(a)) @ b
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
 

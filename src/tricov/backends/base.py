@@ -157,12 +157,13 @@ class Executor:
 
     def trmm_from(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat, dst: Mat,
                   count: int = 1, steps: tuple[int, int, int] = (0, 0, 0)) -> None:
-        """``dst <- alpha A src`` where ``dst`` still holds what ``src`` holds (the leaves of a
-        staged TRMM, ``src`` a copy of B): on ``count`` triples of blocks, the ``i``-th
-        ``i * steps`` bytes after the first. Here one :meth:`trmm` in place on each ``dst``."""
+        """``dst <- alpha A src``, ``src`` unchanged (the leaves of a staged TRMM): on
+        ``count`` triples of blocks, the ``i``-th ``i * steps`` bytes after the first. Here a
+        copy and one :meth:`trmm` in place on each ``dst``."""
         for i in range(count):
-            self.trmm(lower, unit, alpha, a._replace(ptr=a.ptr + i * steps[0]),
-                      dst._replace(ptr=dst.ptr + i * steps[2]))
+            dst_i = dst._replace(ptr=dst.ptr + i * steps[2])
+            self.copy_into(src._replace(ptr=src.ptr + i * steps[1]), dst_i)
+            self.trmm(lower, unit, alpha, a._replace(ptr=a.ptr + i * steps[0]), dst_i)
 
     def trsm_into(self, lower: bool, unit: bool, alpha: complex, a: Mat, src: Mat,
                   dst: Mat) -> None:

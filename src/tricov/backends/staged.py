@@ -9,17 +9,27 @@ near the bottom of the tree set the pace. The recursion's values do not need tha
 though. Every product ``B2 += alpha A21 B1`` reads a block of B that nothing has written yet
 (the recursion below ``B1`` runs after it), and every leaf ``B_d <- alpha A_dd B_d`` is the
 first to write its rows (the products that add to them run after the recursion below them). So
-with a copy ``W`` of B's input:
+with a workspace ``W`` of B's shape:
 
-1. every leaf runs first, ``B_d <- alpha A_dd W_d``: same-sized leaves, whose blocks lie at
+1. every leaf runs first, ``W_d <- alpha A_dd B_d``: same-sized leaves, whose blocks lie at
    equal strides along the diagonal, in one batched call (on the GPU one strided-batched GEMM
    on zero-padded copies of the triangles);
-2. then every product, reading ``W`` instead of B: products of one shape whose blocks lie at
-   equal strides (the nodes of one level of the tree) in one strided-batched GEMM. Their
-   blocks of B are disjoint (distinct nodes of one size are disjoint), and all of them add.
+2. then every product off the *spine* (the nodes whose input half holds the first leaf, the
+   one no product adds to), reading B and adding to ``W``: products of one shape whose blocks
+   lie at equal strides (the nodes of one level of the tree) in one strided-batched GEMM.
+   Their blocks are disjoint (distinct nodes of one size are disjoint), and all of them add;
+3. then the spine's products, outermost (largest ``B1``) first, each
+   ``B2 <- alpha A21 B1 + W2`` (a GEMM whose output is not its input C, cuBLASLt's on the
+   GPU): the rows ``B2`` hold their result, and the input ``B1`` is still unwritten, as the
+   later spine products only write inside it;
+4. last, the first leaf's rows are copied from ``W`` to B.
 
-A TRMM on ``m`` rows with leaves of ``nb`` rows then takes about ``log2(m / nb) + 2`` calls
-rather than ``2 m / nb``, with the same products summed in another order.
+A TRMM on ``m`` rows with leaves of ``nb`` rows then takes about ``2 log2(m / nb) + 2`` calls
+rather than ``2 m / nb``, with the same products summed in another order, and copies one
+leaf's rows rather than all of B (on one H100, float64 TRMM of 4096 x 4096, a copy of B had
+taken 6% of the call). For B of fewer than :data:`SPINE_COLUMNS` columns, where a copy costs
+little and a GEMM per level more, B is copied to ``W`` first and every leaf and product reads
+``W`` and writes B (steps 1 and 2 with B and ``W`` exchanged; no spine, no final copy).
 
 **TRSM.** A solve's recursion is a true chain: each leaf needs the products above it. What
 makes it slow on a GPU is the leaf, a substitution on a few columns of B in few blocks of
@@ -43,7 +53,15 @@ from typing import Any, Protocol
 
 from .._views import Mat
 
-__all__ = ["SolveInto", "StagedTrmm", "Stager", "block_in", "panels", "run", "runs", "solve"]
+__all__ = ["SPINE_COLUMNS", "SolveInto", "StagedTrmm", "Stager", "block_in", "panels", "run",
+           "runs", "solve"]
+
+#: Columns of B from which a staged TRMM runs without the copy of B (the spine's products
+#: written into B; see the module notes), below which on the copy. On one H100 (float64, best
+#: of 5, three alternating rounds, benchmarks/gpu_trmm_spine_ab.py): at 16384 x 64 / 256 the
+#: copy is 11% / 3% faster (a copy of narrow B costs little, and the spine adds a GEMM per
+#: level), at 16384 x 1024 the spine 2%, at 4096 x 4096 / 8192 x 8192 6.5% / 5.4%.
+SPINE_COLUMNS = 1024
 
 
 class Stager(Protocol):
@@ -103,9 +121,20 @@ def _shape(view: Mat) -> tuple[int, int, int, int]:
     return view.mrows, view.mcols, view.ld, view.op
 
 
+def _span(b: Mat, view: Mat) -> tuple[int, int]:
+    """The logical rows ``[first, last)`` of ``b`` that ``view`` (a block of its rows) holds."""
+    offset = (view.ptr - b.ptr) // b.itemsize
+    first = offset // b.ld if view.t else offset % b.ld
+    return first, first + view.rows
+
+
+def _within(span: tuple[int, int], outer: tuple[int, int]) -> bool:
+    return outer[0] <= span[0] and span[1] <= outer[1]
+
+
 def block_in(b: Mat, work: Mat, view: Mat) -> Mat:
-    """The block of ``work`` (a staged copy of ``b``) that ``view`` (a block of ``b``) is in
-    ``b``."""
+    """The block of ``work`` (a block of memory of the shape and layout of ``b``) that ``view``
+    (a block of ``b``) is in ``b``."""
     size = b.itemsize
     offset, rem = divmod(view.ptr - b.ptr, size)
     i, j = offset % b.ld, offset // b.ld
@@ -125,10 +154,12 @@ class StagedTrmm:
         The executor that runs the batches.
     b : Mat
         The right-hand sides the recursion multiplies, in place.
+    spine : bool
+        Run the schedule without the copy of B (the spine's products into B); else on a copy.
     """
 
-    def __init__(self, ex: Stager, b: Mat) -> None:
-        self.ex, self.b = ex, b
+    def __init__(self, ex: Stager, b: Mat, spine: bool) -> None:
+        self.ex, self.b, self.spine = ex, b, spine
         self.leaves: list[tuple[bool, bool, complex, Mat, Mat]] = []
         self.products: list[tuple[complex, Mat, Mat, complex, Mat]] = []
 
@@ -143,29 +174,51 @@ class StagedTrmm:
         self.products.append((alpha, a, b, beta, c))
 
     def run(self) -> None:
-        """Run what was recorded: the copy of B, the leaves, then the products."""
-        ex = self.ex
-        work = ex.stage_block(self.b, True)
-        products = [(alpha, a, block_in(self.b, work, b), beta, c)
-                    for alpha, a, b, beta, c in self.products]
-        leaves = [(lower, unit, alpha, a, block_in(self.b, work, b), b)
-                  for lower, unit, alpha, a, b in self.leaves]
+        """Run what was recorded (see the module notes): on a copy of B, the leaves and the
+        products from W into B; else the leaves into W, the products off the spine into W, the
+        spine's products into B, and the first leaf's copy."""
+        ex, b = self.ex, self.b
+        work = ex.stage_block(b, not self.spine)
+        spine = []
+        if self.spine:
+            spans = [_span(b, c) for _, _, _, _, c in self.products]
+            first = next(i for i, leaf in enumerate(self.leaves)
+                         if not any(_within(_span(b, leaf[4]), y) for y in spans))
+            head = _span(b, self.leaves[first][4])
+            rest = []
+            for alpha, a, x, beta, c in self.products:
+                if _within(head, _span(b, x)):
+                    spine.append((alpha, a, x, beta, c))
+                else:
+                    rest.append((alpha, a, x, beta, block_in(b, work, c)))
+            leaves = [(lower, unit, alpha, a, d, block_in(b, work, d))
+                      for lower, unit, alpha, a, d in self.leaves]
+        else:
+            rest = [(alpha, a, block_in(b, work, x), beta, c)
+                    for alpha, a, x, beta, c in self.products]
+            leaves = [(lower, unit, alpha, a, block_in(b, work, d), d)
+                      for lower, unit, alpha, a, d in self.leaves]
         for group, steps in runs(leaves, lambda t: t[:3] + _shape(t[3]) + _shape(t[5]),
                                  lambda t: (t[3].ptr, t[4].ptr, t[5].ptr)):
             lower, unit, alpha, a, src, dst = group[0]
             ex.trmm_from(lower, unit, alpha, a, src, dst, len(group), steps)
         for group, steps in runs(
-                products, lambda t: (t[0], t[3]) + _shape(t[1]) + _shape(t[2]) + _shape(t[4]),
+                rest, lambda t: (t[0], t[3]) + _shape(t[1]) + _shape(t[2]) + _shape(t[4]),
                 lambda t: (t[1].ptr, t[2].ptr, t[4].ptr)):
-            alpha, a, b, beta, c = group[0]
-            ex.gemm(alpha, a, b, beta, c, len(group), steps)
+            alpha, a, x, beta, c = group[0]
+            ex.gemm(alpha, a, x, beta, c, len(group), steps)
+        for alpha, a, x, beta, c in sorted(spine, key=lambda t: -t[2].rows):  # outermost first
+            ex.gemm(alpha, a, x, beta, block_in(b, work, c), out=c)
+        if self.spine:
+            d = self.leaves[first][4]
+            ex.copy_into(block_in(b, work, d), d)
 
 
 def run(ex: Stager, b: Mat, body: Callable[[Any, Mat], None], budget: int) -> None:
-    """Run the TRMM recursion ``body(stage, panel)`` on each panel of ``b`` (the copy of a
-    panel within ``budget`` bytes): recorded by a :class:`StagedTrmm`, then run in batches."""
+    """Run the TRMM recursion ``body(stage, panel)`` on each panel of ``b`` (its workspace
+    within ``budget`` bytes): recorded by a :class:`StagedTrmm`, then run in batches."""
     for panel in panels(b, budget):
-        stage = StagedTrmm(ex, panel)
+        stage = StagedTrmm(ex, panel, panel.cols >= SPINE_COLUMNS)
         body(stage, panel)
         stage.run()
 
@@ -195,15 +248,9 @@ class SolveInto:
         self.ex, self.b, self.work = ex, b, work
         self._moved: list[tuple[int, int]] = []  # logical row spans of B whose values are in W
 
-    def _span(self, view: Mat) -> tuple[int, int]:
-        """The logical rows ``[first, last)`` of ``b`` that ``view`` (a block of rows) holds."""
-        offset = (view.ptr - self.b.ptr) // self.b.itemsize
-        first = offset // self.b.ld if view.t else offset % self.b.ld
-        return first, first + view.rows
-
     def _in_work(self, view: Mat) -> bool:
-        first, last = self._span(view)
-        return any(lo <= first and last <= hi for lo, hi in self._moved)
+        span = _span(self.b, view)
+        return any(_within(span, moved) for moved in self._moved)
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         """The leaf ``X_b <- alpha A^-1 B_b`` into B."""
@@ -221,7 +268,7 @@ class SolveInto:
             self.ex.gemm(alpha, a, b, beta, w)
         else:
             self.ex.gemm(alpha, a, b, beta, c, out=w)
-            self._moved.append(self._span(c))
+            self._moved.append(_span(self.b, c))
 
 
 def solve(ex: Stager, b: Mat, body: Callable[[Any, Mat], None], budget: int) -> None:
