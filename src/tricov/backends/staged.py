@@ -58,10 +58,10 @@ __all__ = ["SPINE_COLUMNS", "SolveInto", "StagedTrmm", "Stager", "block_in", "pa
 
 #: Columns of B from which a staged TRMM runs without the copy of B (the spine's products
 #: written into B; see the module notes), below which on the copy. On one H100 (float64, best
-#: of 5, three alternating rounds, F-order operands, benchmarks/gpu_trmm_spine_ab.py; C-order
-#: alike): at 16384 x 64 / 256 the
-#: copy is 11% / 3% faster (a copy of narrow B costs little, and the spine adds a GEMM per
-#: level), at 16384 x 1024 the spine 2%, at 4096 x 4096 / 8192 x 8192 6.5% / 5.4%.
+#: of 5, three alternating rounds; benchmarks/gpu_trmm_spine_ab_h100.txt, F / C order): the
+#: copy is 13 / 7% faster at 16384 x 64 and 1 / 6% at 16384 x 256 (a copy of narrow B costs
+#: little, and the spine adds a GEMM per level); the spine 3 / 3% at 16384 x 1024, 6 / 8% at
+#: 4096 x 4096, 4 / 5% at 8192 x 8192.
 SPINE_COLUMNS = 1024
 
 
