@@ -99,6 +99,9 @@ _SIGNATURES: dict[str, list] = {
     "cublasLtMatmulPreferenceSetAttribute": [_vp, _i, _vp, _sz],
     "cublasLtMatmulAlgoGetHeuristic": [_vp] * 7 + [_i, _vp, _vp],
     "cublasLtMatmul": [_vp] * 16,
+    "cublasLtMatmulDescDestroy": [_vp],
+    "cublasLtMatrixLayoutDestroy": [_vp],
+    "cublasLtMatmulPreferenceDestroy": [_vp],
 }
 
 
@@ -136,49 +139,69 @@ def _lt(name: str) -> Callable[..., int]:
     return _function("cublasLt", name, name)
 
 
+class _LtPlan:
+    """cuBLASLt's descriptors of one GEMM shape on one device, the algorithm its heuristic
+    picks with at most :data:`CAPTURE_WORKSPACE` bytes of workspace, and the bytes it needs
+    (``workspace``); the descriptors are freed with the plan."""
+
+    def __init__(self, dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int,
+                 ldb: int, ldc: int, ldd: int) -> None:
+        kind = CUDA_TYPE[dtype]
+        self.desc, self.layouts = ctypes.c_void_p(), []
+        check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(self.desc), _LT_COMPUTE[dtype],
+                                              kind), "cublasLtMatmulDescCreate")
+        for attr, value in ((_LT_TRANSA, ta), (_LT_TRANSB, tb)):
+            op = ctypes.c_int32(value)
+            check(_lt("cublasLtMatmulDescSetAttribute")(self.desc, attr, ctypes.byref(op), 4),
+                  "cublasLtMatmulDescSetAttribute")
+        for rows, cols, ld in ((k, m, lda) if ta else (m, k, lda),
+                               (n, k, ldb) if tb else (k, n, ldb), (m, n, ldc), (m, n, ldd)):
+            layout = ctypes.c_void_p()
+            self.layouts.append(layout)
+            check(_lt("cublasLtMatrixLayoutCreate")(ctypes.byref(layout), kind, rows, cols, ld),
+                  "cublasLtMatrixLayoutCreate")
+        pref = ctypes.c_void_p()
+        check(_lt("cublasLtMatmulPreferenceCreate")(ctypes.byref(pref)),
+              "cublasLtMatmulPreferenceCreate")
+        try:
+            most = ctypes.c_uint64(CAPTURE_WORKSPACE)
+            check(_lt("cublasLtMatmulPreferenceSetAttribute")(pref, _LT_MAX_WORKSPACE,
+                                                              ctypes.byref(most), 8),
+                  "cublasLtMatmulPreferenceSetAttribute")
+            self.result = ctypes.create_string_buffer(_LT_RESULT)
+            found = ctypes.c_int(0)
+            check(_lt("cublasLtMatmulAlgoGetHeuristic")(
+                cublas_handle(), self.desc, *self.layouts, pref, 1, self.result,
+                ctypes.byref(found)), "cublasLtMatmulAlgoGetHeuristic")
+        finally:
+            _lt("cublasLtMatmulPreferenceDestroy")(pref)
+        if found.value < 1:
+            raise RuntimeError(f"cuBLASLt has no algorithm for a {dtype} GEMM of {m}x{n}x{k}")
+        self.workspace = ctypes.c_size_t.from_buffer(self.result, 64).value  # after the algo
+
+    def __del__(self) -> None:
+        for layout in getattr(self, "layouts", ()):
+            if layout.value:
+                _lt("cublasLtMatrixLayoutDestroy")(layout)
+        if getattr(self, "desc", None) is not None and self.desc.value:
+            _lt("cublasLtMatmulDescDestroy")(self.desc)
+
+
 @functools.lru_cache(maxsize=256)
-def _lt_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int, ldb: int,
-             ldc: int, ldd: int) -> tuple[int, int, int, int, int, Any, int]:
-    """cuBLASLt's descriptors of one GEMM shape, the algorithm its heuristic picks with at
-    most :data:`CAPTURE_WORKSPACE` bytes of workspace, and the bytes it needs; kept for the
-    process."""
-    kind = CUDA_TYPE[dtype]
-    desc = ctypes.c_void_p()
-    check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(desc), _LT_COMPUTE[dtype], kind),
-          "cublasLtMatmulDescCreate")
-    for attr, value in ((_LT_TRANSA, ta), (_LT_TRANSB, tb)):
-        op = ctypes.c_int32(value)
-        check(_lt("cublasLtMatmulDescSetAttribute")(desc, attr, ctypes.byref(op), 4),
-              "cublasLtMatmulDescSetAttribute")
-    layouts = []
-    for rows, cols, ld in ((k, m, lda) if ta else (m, k, lda), (n, k, ldb) if tb else (k, n, ldb),
-                           (m, n, ldc), (m, n, ldd)):
-        layout = ctypes.c_void_p()
-        check(_lt("cublasLtMatrixLayoutCreate")(ctypes.byref(layout), kind, rows, cols, ld),
-              "cublasLtMatrixLayoutCreate")
-        layouts.append(layout.value)
-    pref = ctypes.c_void_p()
-    check(_lt("cublasLtMatmulPreferenceCreate")(ctypes.byref(pref)),
-          "cublasLtMatmulPreferenceCreate")
-    most = ctypes.c_uint64(CAPTURE_WORKSPACE)
-    check(_lt("cublasLtMatmulPreferenceSetAttribute")(pref, _LT_MAX_WORKSPACE,
-                                                      ctypes.byref(most), 8),
-          "cublasLtMatmulPreferenceSetAttribute")
-    result = ctypes.create_string_buffer(_LT_RESULT)
-    found = ctypes.c_int(0)
-    check(_lt("cublasLtMatmulAlgoGetHeuristic")(cublas_handle(), desc, *layouts, pref, 1,
-                                                result, ctypes.byref(found)),
-          "cublasLtMatmulAlgoGetHeuristic")
-    if found.value < 1:
-        raise RuntimeError(f"cuBLASLt has no algorithm for a {dtype} GEMM of {m}x{n}x{k}")
-    workspace = ctypes.c_size_t.from_buffer(result, 64).value  # after the 64-byte algorithm
-    return (desc.value, *layouts, result, workspace)
+def _lt_plan(device: int, *shape: Any) -> _LtPlan:
+    return _LtPlan(*shape)
+
+
+def _plan_here(dtype: np.dtype, *shape: int) -> _LtPlan:
+    import cupy
+
+    return _lt_plan(cupy.cuda.runtime.getDevice(), np.dtype(dtype), *shape)
 
 
 def matmul_workspace(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int,
                      ldb: int, ldc: int, ldd: int) -> int:
-    """Bytes of workspace :func:`matmul_into` needs for this GEMM shape."""
-    return _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb, ldc, ldd)[-1]
+    """Bytes of workspace :func:`matmul_into` needs for this GEMM shape (current device)."""
+    return _plan_here(dtype, ta, tb, m, n, k, lda, ldb, ldc, ldd).workspace
 
 
 def matmul_into(handle: int, stream: int, dtype: np.dtype, ta: int, tb: int, m: int, n: int,
@@ -190,10 +213,11 @@ def matmul_into(handle: int, stream: int, dtype: np.dtype, ta: int, tb: int, m: 
     ``handle`` is a cuBLAS handle (a valid cuBLASLt handle too), ``stream`` the stream's
     address, ``workspace`` the address of :func:`matmul_workspace` bytes of device memory
     that no other work on another stream uses meanwhile."""
-    desc, la, lb, lc, ld_, result, size = _lt_plan(np.dtype(dtype), ta, tb, m, n, k, lda, ldb,
-                                                   ldc, ldd)
-    check(_lt("cublasLtMatmul")(handle, desc, alpha, a, la, b, lb, beta, c, lc, d, ld_, result,
-                                workspace, size, stream), "cublasLtMatmul")
+    plan = _plan_here(dtype, ta, tb, m, n, k, lda, ldb, ldc, ldd)
+    la, lb, lc, ld_ = plan.layouts
+    check(_lt("cublasLtMatmul")(handle, plan.desc, alpha, a, la, b, lb, beta, c, lc, d, ld_,
+                                plan.result, workspace, plan.workspace, stream),
+          "cublasLtMatmul")
 
 
 def check(status: int, what: str) -> None:

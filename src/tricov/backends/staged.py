@@ -181,10 +181,11 @@ class StagedTrmm:
         ex, b = self.ex, self.b
         work = ex.stage_block(b, not self.spine)
         spine = []
-        if self.spine:
+        if self.spine:  # the products' outputs cover every row but the first leaf's
             spans = [_span(b, c) for _, _, _, _, c in self.products]
+            covered = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
             first = next(i for i, leaf in enumerate(self.leaves)
-                         if not any(_within(_span(b, leaf[4]), y) for y in spans))
+                         if not _within(_span(b, leaf[4]), covered))
             head = _span(b, self.leaves[first][4])
             rest = []
             for alpha, a, x, beta, c in self.products:
