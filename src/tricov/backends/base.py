@@ -101,6 +101,8 @@ class Executor:
         ``out`` (one product; a view of the shape and layout of ``c``), the result goes there
         and ``c`` is only read (:meth:`raw_gemm_into`).
         """
+        if out is not None and count != 1:
+            raise ValueError("a GEMM into another output takes one product")
         sa, sb, sc = steps
         if c.t:
             a, b, c = b.T, a.T, c.T

@@ -426,59 +426,24 @@ __device__ int chol32(T* S, int o, T* dinv) {
     using R = real_t<T>;
     constexpr int LD = SBM + 1;
     const int lane = threadIdx.x & 31;
-    if constexpr (sizeof(T) > 8) {  // 16-byte elements: 32 of them would not fit in registers
-        for (int j = 0; j < 32; ++j) {
-            const R piv = re(S[(o + j) + (o + j) * LD]);
-            if (!(piv > R(0))) return j;  // the same on every lane
-            const R rs = rsq(piv);
-            __syncwarp();
-            if (lane == j) {
-                S[(o + j) + (o + j) * LD] = T(piv * rs);
-                dinv[o + j] = T(rs);
-            } else if (lane > j) {
-                S[(o + lane) + (o + j) * LD] = S[(o + lane) + (o + j) * LD] * T(rs);
-            }
-            __syncwarp();
-            for (int k = j + 1; k <= lane; ++k)
-                S[(o + lane) + (o + k) * LD] -=
-                    S[(o + lane) + (o + j) * LD] * conj_(S[(o + k) + (o + j) * LD]);
-            __syncwarp();
-        }
-        return -1;
-    }
-    T r[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k) r[k] = k <= lane ? S[(o + lane) + (o + k) * LD] : T(0);
-    int bad = -1;
-#pragma unroll
     for (int j = 0; j < 32; ++j) {
-        if (bad < 0) {  // the same on every lane
-            const R piv = re(shfl(r[j], j));
-            if (!(piv > R(0))) {
-                bad = j;
-            } else {
-                const R rs = rsq(piv);
-                if (lane == j) {
-                    r[j] = T(piv * rs);
-                    dinv[o + j] = T(rs);
-                } else if (lane > j) {
-                    r[j] = r[j] * T(rs);
-                }
-#pragma unroll
-                for (int k = j + 1; k < 32; ++k) {
-                    const T lkj = shfl(r[j], k);
-                    if (lane > k) r[k] -= r[j] * conj_(lkj);
-                    else if (lane == k) r[k] -= r[j] * conj_(r[j]);  // the next pivots: no shuffle
-                }
-            }
+        const R piv = re(S[(o + j) + (o + j) * LD]);
+        if (!(piv > R(0))) return j;  // the same on every lane
+        const R rs = rsq(piv);
+        __syncwarp();
+        if (lane == j) {
+            S[(o + j) + (o + j) * LD] = T(piv * rs);
+            dinv[o + j] = T(rs);
+        } else if (lane > j) {
+            S[(o + lane) + (o + j) * LD] = S[(o + lane) + (o + j) * LD] * T(rs);
         }
+        __syncwarp();
+        for (int k = j + 1; k <= lane; ++k)
+            S[(o + lane) + (o + k) * LD] -=
+                S[(o + lane) + (o + j) * LD] * conj_(S[(o + k) + (o + j) * LD]);
+        __syncwarp();
     }
-    __syncwarp();
-#pragma unroll
-    for (int k = 0; k < 32; ++k)
-        if (k <= lane) S[(o + lane) + (o + k) * LD] = r[k];
-    __syncwarp();
-    return bad;
+    return -1;
 }
 
 // Inverses of the diagonal blocks of the triangle T = op_a(A) (n x n, lower if `lower`): block
@@ -641,25 +606,10 @@ potrf_leaf(int n, T* A, long long lda, int opa, int* info)
         const int r = o + 32, h = n32 - r, hb = h / 32;
         if (tid < h) {  // row r + tid of the panel: x L^H = a
             const int i = r + tid;
-            if constexpr (sizeof(T) <= 8) {  // the row in registers
-                T x[32];
-#pragma unroll
-                for (int k = 0; k < 32; ++k) x[k] = S[i + (o + k) * LD];
-#pragma unroll
-                for (int k = 0; k < 32; ++k) {
-                    x[k] = x[k] * dinv[o + k];
-#pragma unroll
-                    for (int m = k + 1; m < 32; ++m)
-                        x[m] -= x[k] * conj_(S[(o + m) + (o + k) * LD]);
-                }
-#pragma unroll
-                for (int k = 0; k < 32; ++k) S[i + (o + k) * LD] = x[k];
-            } else {  // 16-byte elements: 32 of them would not fit in registers
-                for (int k = 0; k < 32; ++k) {
-                    T x = S[i + (o + k) * LD];
-                    for (int m = 0; m < k; ++m) x -= S[i + (o + m) * LD] * conj_(S[(o + k) + (o + m) * LD]);
-                    S[i + (o + k) * LD] = x * dinv[o + k];
-                }
+            for (int k = 0; k < 32; ++k) {
+                T x = S[i + (o + k) * LD];
+                for (int m = 0; m < k; ++m) x -= S[i + (o + m) * LD] * conj_(S[(o + k) + (o + m) * LD]);
+                S[i + (o + k) * LD] = x * dinv[o + k];
             }
         }
         __syncthreads();
