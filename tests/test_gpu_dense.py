@@ -127,13 +127,19 @@ def test_trsm_long_leaves_wide_b(cp, dt, leaf):
 @pytest.mark.parametrize("side,uplo,trans", [("L", "L", "N"), ("L", "U", "C"), ("R", "L", "T"),
                                              ("R", "U", "N")])
 @pytest.mark.parametrize("budget", [1, 7, 1 << 30])
-@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+@pytest.mark.parametrize("kind", ["trsm", "trmm", "trmm-spine"])
 def test_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, trans, budget,
                                  kind):
-    """The staged TRMM (leaves, then products level by level from a copy of B) and the TRSM
-    solved into a workspace (leaves GEMMs with inverted diagonal blocks) on sub-matrix views
-    whose leading dimension exceeds their rows, in panels of ``budget`` columns of B."""
-    from tricov.backends import cuda
+    """The staged TRMM (leaves, then products level by level, on a copy of B or, "spine",
+    without it) and the TRSM out of place (leaves GEMMs with inverted diagonal blocks, products
+    into a workspace through cuBLASLt) on sub-matrix views whose leading dimension exceeds
+    their rows, in panels of ``budget`` columns of B."""
+    from tricov.backends import cuda, staged
+
+    if kind == "trmm-spine":  # every panel without the copy; no plan of the other schedule
+        monkeypatch.setattr(staged, "SPINE_COLUMNS", 1)
+        tc.set_cuda_graphs(tc.cuda_graphs_enabled())
+        kind = "trmm"
 
     rng = np.random.default_rng(11)
     # 292 = 256 + 36 rows: leaves of 32 and a last one of 36 (leaves of 48 at most), which
