@@ -10,6 +10,7 @@ their values baked in.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 from collections.abc import Callable
@@ -190,6 +191,9 @@ class _LtPlan:
 @functools.lru_cache(maxsize=256)
 def _lt_plan(device: int, *shape: Any) -> _LtPlan:
     return _LtPlan(*shape)
+
+
+atexit.register(_lt_plan.cache_clear)  # free the descriptors while the bindings still exist
 
 
 def _plan_here(dtype: np.dtype, *shape: int) -> _LtPlan:
