@@ -353,8 +353,9 @@ class BatchedCUDAExecutor(Executor):
             tiles = t * (t + 1) // 2
         else:
             tiles = 1
+        mma = _tile_mma(self.dtype)
         kernel = nvrtc.kernel("batched_tile.cu", *batched_tile(
-            self._ctype, TILE_MODES[mode], _tile_mma(self.dtype), order))
+            self._ctype, TILE_MODES[mode], mma, order))
         xargs = self.operand(x, rev, rev)
         oargs = self.operand(o, rev, False)
         fixed = (tiles, n, m, k, int(unit), *_parts(self.dtype, alpha), float(beta), *xargs,
@@ -362,7 +363,9 @@ class BatchedCUDAExecutor(Executor):
         step = MAX_BLOCKS // tiles
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            nvrtc.launch(kernel, count * tiles, tile_threads(order), self._stream,
+            nvrtc.launch(kernel, count * tiles,
+                         tile_threads(order, mma, TILE_MODES[mode], self.dtype.itemsize),
+                         self._stream,
                          self._tile_codes, first, count, *fixed,
                          shared=tile_shared(order, self.dtype.itemsize))
 

@@ -93,9 +93,12 @@ def tile_order(rows: int) -> int:
     return TILE_ORDERS[0] if rows <= TILE_ORDERS[0] else TILE_ORDERS[1]
 
 
-def tile_threads(order: int) -> int:
-    """Threads per block of a tile kernel of tiles of ``order`` (a warp per 32 x 16 piece)."""
-    return order * order // 16
+def tile_threads(order: int, mma: bool, mode: int, itemsize: int) -> int:
+    """Threads per block of a tile kernel of tiles of ``order`` for an operation (0 TRMM,
+    1 HERK, 2 LAUUM): a warp per 32 x 32 piece (tensor-core HERK and float32 TRMM with tiles
+    of 64) or per 32 x 16 piece (``warp_groups`` in the source, where the choice is measured)."""
+    wide = mma and order == 64 and (mode == 1 or (mode == 0 and itemsize == 4))
+    return order * order // (32 if wide else 16)
 
 
 def tile_shared(order: int, itemsize: int) -> int:
@@ -111,11 +114,12 @@ def batched_tile(ctype: str, mode: int, mma: bool, order: int) -> tuple[str, str
     for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), whether its products run
     on the (FP64) tensor cores and the order of its tiles."""
     name = f"tricov_batched_tile{order}_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
-    shape = f"tricov::tile::Shape<{ctype}, {order}>"
+    shape = (f"tricov::tile::Shape<{ctype}, {order}, tricov::tile::warp_groups("
+             f"{'true' if mma else 'false'}, {order}, {mode}, sizeof({ctype}))>")
     return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}, "
                   f"{order}) static_assert({shape}::RING * sizeof({ctype}) == "
                   f"{tile_shared(order, _TYPES[ctype])} && "
-                  f"{shape}::THREADS == {tile_threads(order)});")
+                  f"{shape}::THREADS == {tile_threads(order, mma, mode, _TYPES[ctype])});")
 
 
 def definitions(source: str) -> dict[str, list[str]]:

@@ -67,9 +67,9 @@ constexpr int KC = 16;  // k per chunk
 // of float) fall in 32 different banks. (Rows of 16 words more, as before, put the fragments'
 // rows k and k + 2 in the same banks: on an H100,
 // float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
-template <typename T, int TILE> struct Shape {
+template <typename T, int TILE, int WN = 2> struct Shape {
     static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
-    static constexpr int THREADS = TILE * TILE / 16;
+    static constexpr int THREADS = TILE * TILE / (8 * WN);
     static constexpr int LDS = TILE + 32 / (int)sizeof(T);
     static constexpr int STAGES = TILE == 64 ? 4 : 2;
     // Elements of the ring (dynamic shared memory: RING * sizeof(T) bytes from the launch),
@@ -176,9 +176,9 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 // loops over a thread-dependent range that branched per element over a run-time mask and
 // computed each address from scratch took float64 TRMM of order 128 to 1.03 G instructions
 // on an H100 (Nsight Compute: the ALU pipe 53% busy, the tensor pipe 27%).
-template <typename T, int TILE, int MASK>
+template <typename T, int TILE, int WN, int MASK>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols) {
-    constexpr int THREADS = Shape<T, TILE>::THREADS, LDS = Shape<T, TILE>::LDS;
+    constexpr int THREADS = Shape<T, TILE, WN>::THREADS, LDS = Shape<T, TILE, WN>::LDS;
     static_assert(THREADS % TILE == 0 && TILE * KC % (2 * THREADS) == 0, "whole steps");
     const int tid = threadIdx.x;
     // V(r0 + r, k0 + kk) is base[r * rs + kk * cs]; it is referenced where r < rr, kk < kr and
@@ -290,14 +290,14 @@ template <typename T, int LDS> struct FmaAcc {
 // (the caller skips whole chunks of zeros): on an H100, skipping the blocks outside the
 // triangles (tests per block) cost more than it saved, and m16n8k4 was faster than m16n8k8,
 // m16n8k16 and m8n8k4.
-template <typename S, int LDS> struct MmaAcc {
-    double c[2][2][4];
+template <typename S, int LDS, int WN> struct MmaAcc {
+    double c[2][WN][4];
 
     __device__ __forceinline__ void zero() {
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int b = 0; b < 2; ++b)
+            for (int b = 0; b < WN; ++b)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) c[a][b][i] = 0.0;
     }
@@ -310,11 +310,15 @@ template <typename S, int LDS> struct MmaAcc {
         for (int kk = 0; kk < KC; kk += 4) {
             const S* xk = xs + kk * LDS;
             const S* yk = ys + kk * LDS;
+            S y[WN];
 #pragma unroll
-            for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < WN; ++b) y[b] = yk[8 * b];
 #pragma unroll
-                for (int b = 0; b < 2; ++b)
-                    product(c[a][b], xk[16 * a], xk[16 * a + 8], yk[8 * b]);
+            for (int a = 0; a < 2; ++a) {
+                const S x0 = xk[16 * a], x1 = xk[16 * a + 8];
+#pragma unroll
+                for (int b = 0; b < WN; ++b) product(c[a][b], x0, x1, y[b]);
+            }
         }
     }
     static __device__ __forceinline__ void product(double (&d)[4], double x0, double x1,
@@ -332,7 +336,7 @@ template <typename S, int LDS> struct MmaAcc {
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int b = 0; b < 2; ++b)
+            for (int b = 0; b < WN; ++b)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
                     f(wr + 16 * a + g + 8 * h, wc + 8 * b + 2 * q, c[a][b][2 * h],
@@ -340,8 +344,20 @@ template <typename S, int LDS> struct MmaAcc {
     }
 };
 
-template <typename T, bool MMA, int LDS> struct AccOf { using type = FmaAcc<T, LDS>; };
-template <typename T, int LDS> struct AccOf<T, true, LDS> { using type = MmaAcc<T, LDS>; };
+template <typename T, bool MMA, int LDS, int WN> struct AccOf { using type = FmaAcc<T, LDS>; };
+template <typename T, int LDS, int WN> struct AccOf<T, true, LDS, WN> {
+    using type = MmaAcc<T, LDS, WN>;
+};
+
+// 8-column groups of a warp's piece of the tile: 4 (32 x 32: fewer shared-memory reads per
+// product, half the warps) for the tensor-core HERK and float32 TRMM with tiles of 64, else 2
+// (32 x 16; the FMA version's lanes own 4 x 4 elements of a 32 x 16 piece). On one H100
+// (batch 10240, device time), 32 x 32 pieces took float64 SYRK 128 / 256 from 1.527 / 7.942
+// to 1.432 / 7.538 ms and float32 TRMM 128 / 256 from 1.096 / 6.868 to 1.011 / 6.509, but
+// LAUUM 64 / 128 from 0.160 / 0.901 to 0.171 / 0.943 (float64) and float64 TRMM not at all.
+__host__ __device__ constexpr int warp_groups(bool mma, int tile, int mode, int itemsize) {
+    return mma && tile == 64 && (mode == HERK || (mode == TRMM && itemsize == 4)) ? 4 : 2;
+}
 
 // ---------------------------------------------------------------------------- the kernel
 // Members [first, first + count), `tiles` blocks each (block b: member first + b / tiles,
@@ -359,8 +375,9 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
                                     int xf, const long long* op, long long ob, long long os,
                                     long long oo, long long old, int of,
                                     const long long* info, int skip) {
-    constexpr int THREADS = Shape<T, TILE>::THREADS, LDS = Shape<T, TILE>::LDS;
-    constexpr int STAGES = Shape<T, TILE>::STAGES;
+    constexpr int WN = warp_groups(MMA, TILE, MODE, sizeof(T));
+    constexpr int THREADS = Shape<T, TILE, WN>::THREADS, LDS = Shape<T, TILE, WN>::LDS;
+    constexpr int STAGES = Shape<T, TILE, WN>::STAGES;
     // The ring of STAGES buffers, each a chunk of X then one of Y (Shape<T, TILE>::RING).
     extern __shared__ __align__(16) unsigned char ring_[];
     T* const ring = reinterpret_cast<T*>(ring_);
@@ -405,20 +422,20 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     // Issue the copies of chunk c: (I, k0) of the stream.
     auto put = [&](int c, int I, int k0) {
         if (MODE == LAUUM)
-            stage<T, TILE, UPPER>(xbuf(c), x, 0, n, k0, kn);
+            stage<T, TILE, WN, UPPER>(xbuf(c), x, 0, n, k0, kn);
         else if (MODE == HERK)
-            stage<T, TILE, ALL>(xbuf(c), x, I * TILE, n, k0, kn);
+            stage<T, TILE, WN, ALL>(xbuf(c), x, I * TILE, n, k0, kn);
         else if (unit)
-            stage<T, TILE, LOWER_UNIT>(xbuf(c), x, I * TILE, n, k0, kn);
+            stage<T, TILE, WN, LOWER_UNIT>(xbuf(c), x, I * TILE, n, k0, kn);
         else
-            stage<T, TILE, LOWER>(xbuf(c), x, I * TILE, n, k0, kn);
-        if (!same) stage<T, TILE, ALL>(ybuf(c), y, j0, cols, k0, kn);
+            stage<T, TILE, WN, LOWER>(xbuf(c), x, I * TILE, n, k0, kn);
+        if (!same) stage<T, TILE, WN, ALL>(ybuf(c), y, j0, cols, k0, kn);
     };
 
     const int warp = threadIdx.x >> 5;
-    const int wr = (warp % (TILE / 32)) * 32, wc = (warp / (TILE / 32)) * 16;
+    const int wr = (warp % (TILE / 32)) * 32, wc = (warp / (TILE / 32)) * 8 * WN;
     const bool read_c = MODE == HERK && beta != T(0);
-    using Acc = typename AccOf<T, MMA, LDS>::type;
+    using Acc = typename AccOf<T, MMA, LDS, WN>::type;
     Acc acc;
     acc.zero();
     const int2 lane = Acc::lanes(wr, wc);
@@ -506,7 +523,8 @@ __host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
 // names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA, TILE) to this file.
 #define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA, TILE)                                          \
     extern "C" __global__ void                                                                 \
-    __launch_bounds__(tricov::tile::Shape<T, TILE>::THREADS,                                   \
+    __launch_bounds__(tricov::tile::Shape<T, TILE, tricov::tile::warp_groups(                  \
+                          MMA, TILE, MODE, sizeof(T))>::THREADS,                              \
                       tricov::tile::min_blocks(sizeof(T), MODE, TILE))                         \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
