@@ -4,7 +4,8 @@
 // The register kernels of batched_small.cu stop at order 32. Above that, a recursion that
 // stops at order 32 moves every block of its output through memory once per level (cuBLAS
 // batched GEMM in the middle, a leaf kernel at the bottom). These kernels take larger leaves
-// (TRMM and HERK of any order, LAUUM up to 64) in one launch; one block of 256 threads
+// (TRMM and HERK of any order, LAUUM up to 64) in one launch; one block of 256 threads (128
+// for the tensor-core HERK and float32 TRMM, see warp_groups)
 // computes 64 x 64 tiles of the output of one member (or, for orders up to 32, where the
 // register kernels' shuffles cost more than the data they move, one block of 64 threads
 // 32 x 32 tiles: TILE below),
@@ -23,7 +24,8 @@
 // elements (LAUUM, HERK's diagonal tiles) one chunk serves both. Products run on the FP64
 // tensor cores on sm_90 (mma m16n8k4: for float64 the same rounding as FMAs; float32
 // elements are widened, so their products are exact and their sums double, rounded once at
-// the store), elsewhere by FMAs; each warp owns a 32 x 16 piece of the tile either way, and
+// the store), elsewhere by FMAs; each warp owns a 32 x 16 piece of the tile (32 x 32 where
+// warp_groups says so), and
 // skips the chunks whose products with it are all zero. (On one H100, batch 10240, order 64:
 // float32 SYRK took 0.302 ms on the tensor cores against 0.366 by FMAs, which had kept the
 // issue slots 78% busy, LAUUM 0.179 against 0.243; skipping the zero chunks took float64
@@ -59,7 +61,8 @@ enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 constexpr int KC = 16;  // k per chunk
 
 // The shape of the kernels of elements T whose output tiles are TILE x TILE (64, or 32 for
-// orders up to 32): a warp per 32 x 16 piece of the tile, a ring of STAGES chunks, STAGES - 1
+// orders up to 32): a warp per 32 x 8 WN piece of the tile (WN = warp_groups), a ring of
+// STAGES chunks, STAGES - 1
 // in flight (4 for tiles of 64; 2 for tiles of 32, whose k is mostly 32: both chunks at
 // once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
 // bytes) more than TILE: consecutive rows k start 8 banks apart, so the elements that one
@@ -242,7 +245,8 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
 }
 
 // ----------------------------------------------------------------------- warp products
-// A warp's 32 x 16 piece of the tile, rows wr.., columns wc.., accumulated over one chunk.
+// A warp's piece of the tile (32 x 16 here; 32 x 8 WN for MmaAcc), rows wr.., columns wc..,
+// accumulated over one chunk.
 // FMA version: lane (g, q) = (lane / 4, lane % 4) owns
 // rows wr + 4g .. + 3, columns wc + 4q .. + 3.
 template <typename T, int LDS> struct FmaAcc {
@@ -284,7 +288,7 @@ template <typename T, int LDS> struct FmaAcc {
 };
 
 // Tensor-core version (sm_90; FP64 products, of double or of float elements, which are exact
-// in double, accumulated in double): 2 x 2 blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
+// in double, accumulated in double): 2 x WN blocks of 16 x 8, mma.m16n8k4 (with g = lane / 4,
 // q = lane % 4: A elements (g, q) and (g + 8, q); B element (q, g); C elements
 // (g + 8 (i / 2), 2q + i % 2) in c[i]). Inside a chunk every product is made, zeros included
 // (the caller skips whole chunks of zeros): on an H100, skipping the blocks outside the
