@@ -15,22 +15,15 @@ import cupy as cp
 from cupy.cuda import cusolver
 from cupy_backends.cuda.libs import cublas
 
+from tricov.bench.devices import event_seconds
+
 SIZES = (256, 512, 1024, 2048, 4096)
 
 
-def best_us(call: Callable[[], object], reset: Callable[[], object], repeats: int = 5) -> float:
-    """Best time of ``call`` in microseconds, ``reset`` before each call, two untimed first."""
-    times = []
-    for i in range(repeats + 2):
-        reset()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        if i >= 2:
-            times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
-    return min(times)
+def best_us(call: Callable[[], object], reset: Callable[[], object]) -> float:
+    """Best time of ``call`` in microseconds over five timed calls (``reset`` before each,
+    two untimed first)."""
+    return min(event_seconds(call, reset, repeats=5, warmup=2)) * 1e6
 
 
 def row(n: int) -> str:
