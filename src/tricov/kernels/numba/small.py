@@ -696,10 +696,10 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     t, r : tuple (addrs, ld, tr, rev, conj)
         The square operand T and the rectangular operand R (``r`` is ignored where the
         operation has none): the byte address of memory element (0, 0) of each member (a
-        contiguous int64 array);
-        the leading dimension of the members' column-major memory in elements; whether the
-        canonical operand is the transpose of memory; whether it is reversed (rows and
-        columns for T, that is ``P T P``; rows for R); whether it is conjugated.
+        contiguous int64 array); the leading dimension of the members' column-major memory in
+        elements; whether the canonical operand is the transpose of memory; whether it is
+        reversed (rows and columns for T, that is ``P T P``; rows for R); whether it is
+        conjugated.
     info : int64 array
         Per member, written: 0, POTRF's failing leading minor, or TRTRI's first zero pivot.
     threads : int
