@@ -238,15 +238,21 @@ def test_ill_conditioned_trsm_keeps_substitution_accuracy(cp, cuda, monkeypatch,
 
 
 # --------------------------------------------------------------------- Cholesky-family leaves
-@pytest.fixture(params=["shared", "default"])
-def potrf_leaf(request):
-    """POTRF leaves in shared memory (as large as the kernel holds), or the default policy
-    (cuSOLVER leaves of 1024)."""
+@pytest.fixture(params=["shared", "default", "blocked-32", "cusolver"])
+def potrf_leaf(request, monkeypatch):
+    """POTRF leaves in shared memory (as large as the kernel holds) under tricov's recursion;
+    the default policy (the whole matrix one leaf, blocked in columns of 64); the same in
+    columns of 32; or cuSOLVER's potrf on the whole matrix."""
+    from tricov.backends import cuda
     from tricov.kernels import block_order
 
     if request.param == "shared":
         for dt in DTYPES:
             tc.set_leaf_size("gpu", "potrf", dt, block_order(dt.itemsize))
+    elif request.param == "blocked-32":
+        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_block", 32)
+    elif request.param == "cusolver":
+        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", 0)
     yield request.param
     for dt in DTYPES:
         tc.set_leaf_size("gpu", "potrf", dt, None)
@@ -319,8 +325,10 @@ def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     np.testing.assert_array_equal(cp.asnumpy(A), t)
 
 
-def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda):
-    """Leaf sizes above what the shared-memory kernels hold fall back to cuSOLVER/cuBLAS."""
+def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda, monkeypatch):
+    """Leaf sizes above what the shared-memory kernels hold (and POTRF leaves above
+    ``potrf_blocked``) fall back to cuSOLVER/cuBLAS."""
+    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", 0)
     rng = make_rng("big-leaves")
     s = random_spd(rng, 700, np.float64)
     for op in ("potrf", "trtri", "lauum", "trsm", "trmm"):

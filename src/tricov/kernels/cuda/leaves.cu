@@ -9,7 +9,9 @@
 //              || |T^-1| |T| || is small enough for tri_leaf to use it; or one inverse in place
 //              (the TRTRI leaf).
 // tri_cond     the same test on inverses of larger diagonal blocks assembled from tri_inv's.
-// potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
+// potrf_panel  one block column of the blocked POTRF: its diagonal block factored in shared
+//              memory by every block of threads, each solving rows below it (also the
+//              whole POTRF of a small order).
 // lauum_leaf   L^H L of one diagonal block in shared memory (the LAUUM leaf).
 //
 // Matrices are logical views as everywhere in tricov: (pointer, leading dimension, op), op as
@@ -418,34 +420,6 @@ __device__ void invert32(T* S, int o, const T* dinv) {
     __syncwarp();
 }
 
-// The Hermitian 32 x 32 block at S(o.., o..) (lower triangle) <- its Cholesky factor (one warp;
-// lane = row, right-looking). Returns the first column whose pivot is not positive (or NaN),
-// or -1; dinv gets the reciprocals of the factor's diagonal.
-template <typename T, int SBM>
-__device__ int chol32(T* S, int o, T* dinv) {
-    using R = real_t<T>;
-    constexpr int LD = SBM + 1;
-    const int lane = threadIdx.x & 31;
-    for (int j = 0; j < 32; ++j) {
-        const R piv = re(S[(o + j) + (o + j) * LD]);
-        if (!(piv > R(0))) return j;  // the same on every lane
-        const R rs = rsq(piv);
-        __syncwarp();
-        if (lane == j) {
-            S[(o + j) + (o + j) * LD] = T(piv * rs);
-            dinv[o + j] = T(rs);
-        } else if (lane > j) {
-            S[(o + lane) + (o + j) * LD] = S[(o + lane) + (o + j) * LD] * T(rs);
-        }
-        __syncwarp();
-        for (int k = j + 1; k <= lane; ++k)
-            S[(o + lane) + (o + k) * LD] -=
-                S[(o + lane) + (o + j) * LD] * conj_(S[(o + k) + (o + j) * LD]);
-        __syncwarp();
-    }
-    return -1;
-}
-
 // Inverses of the diagonal blocks of the triangle T = op_a(A) (n x n, lower if `lower`): block
 // b (rows b bs .. b bs + bs - 1, the last one shorter) is handled by block of threads b.
 // INPLACE: the block (grid of one, bs = n) is overwritten by its inverse and info[0] gets 0,
@@ -580,57 +554,175 @@ tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, 
     if (threadIdx.x == 0) ok[b] = 0;
 }
 
-// The Cholesky factor of the Hermitian n x n logical view op_a(A) (n <= SBM; lower triangle read
-// and written) in 32-column panels: factor the diagonal block (one warp), solve the rows below
-// against it, update the trailing triangle. info[0] gets 0 or the order of the first leading
-// minor that is not positive definite; A then holds the partial factor.
-template <typename T, int SBM>
+// ------------------------------------------------------------------- blocked POTRF panels
+// A panel in shared memory: a diagonal block of w32 rows (w rounded up to 32) on top of the
+// rows below it, column-major with leading dimension ld. Its steps work on 32 columns from
+// column o: chol32 factors their diagonal block, solve_rows the rows below it, update_rows
+// takes them out of the columns to their right.
+
+// The 32 x 32 diagonal block at S(o, o) <- its Cholesky factor (lower triangle; one warp, lane
+// = row, right-looking in registers). Returns the first column whose pivot is not positive (or
+// is NaN), or -1, the same on every lane; dinv[o + j] gets 1 / L(o + j, o + j).
+template <typename T>
+__device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
+    using R = real_t<T>;
+    const int lane = threadIdx.x & 31;
+    T r[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) r[k] = S[(o + lane) + (o + k) * ld];
+    int bad = -1;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        const R piv = re(shfl(r[j], j));
+        if (!(piv > R(0))) {
+            bad = j;
+            break;
+        }
+        const R rs = rsq(piv);
+        r[j] = lane == j ? T(piv * rs) : r[j] * T(rs);
+        if (lane == 0) dinv[o + j] = rs;
+#pragma unroll
+        for (int k = j + 1; k < 32; ++k) {
+            const T lkj = shfl(r[j], k);
+            if (lane >= k) r[k] -= r[j] * conj_(lkj);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 32; ++k)
+        if (lane >= k) S[(o + lane) + (o + k) * ld] = r[k];
+    return bad;
+}
+
+// Rows [r0, r1) of S, columns o .. o + 31: X <- X L^-H for the factor L at S(o, o) (a row per
+// thread, right-looking in registers; L is read by broadcast).
+template <typename T>
+__device__ void solve_rows(T* S, int ld, int o, int r0, int r1, const real_t<T>* dinv) {
+    for (int i = r0 + threadIdx.x; i < r1; i += THREADS) {
+        T x[32];
+#pragma unroll
+        for (int k = 0; k < 32; ++k) x[k] = S[i + (o + k) * ld];
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+            x[k] = x[k] * T(dinv[o + k]);
+#pragma unroll
+            for (int m = k + 1; m < 32; ++m) x[m] -= x[k] * conj_(S[(o + m) + (o + k) * ld]);
+        }
+#pragma unroll
+        for (int k = 0; k < 32; ++k) S[i + (o + k) * ld] = x[k];
+    }
+}
+
+// Rows [r0, r1) of S, columns [c0, c1) (c1 - c0 a multiple of 32), on and below the diagonal:
+// S(i, j) -= sum_k S(i, o + k) conj(S(j, o + k)), k < 32 (a row per thread).
+template <typename T>
+__device__ void update_rows(T* S, int ld, int o, int r0, int r1, int c0, int c1) {
+    for (int i = r0 + threadIdx.x; i < r1; i += THREADS) {
+        for (int c = c0; c < c1 && c <= i; c += 32) {
+            T acc[32];
+#pragma unroll
+            for (int j = 0; j < 32; ++j) acc[j] = T(0);
+#pragma unroll 4
+            for (int k = 0; k < 32; ++k) {
+                const T a = S[i + (o + k) * ld];
+#pragma unroll
+                for (int j = 0; j < 32; ++j) acc[j] += a * conj_(S[(c + j) + (o + k) * ld]);
+            }
+#pragma unroll
+            for (int j = 0; j < 32; ++j)
+                if (c + j <= i) S[i + (c + j) * ld] -= acc[j];
+        }
+    }
+}
+
+// Element e of a rows x cols block walked in memory order of the logical view (along the rows
+// of the view where its memory is transposed): row i, column k.
+__device__ __forceinline__ void walk(int e, int rows, int cols, bool across, int& i, int& k) {
+    i = across ? e / cols : e % rows;
+    k = across ? e % cols : e / rows;
+}
+
+// One block column of the blocked left-looking POTRF (and, with m = w, the whole POTRF of an
+// order up to a few hundred). src is the column (m x w logical, lower; the diagonal block on
+// top), already updated by the columns to its left; its factor goes to dst (the same shape).
+// Every block of threads factors the diagonal block in shared memory, the same way, and block
+// b solves the panel rows w + b rows .. w + (b + 1) rows - 1 against it; block 0 writes the
+// diagonal block. col0 is the first column of src in the whole matrix. info[0] gets 0 (on the
+// first step, col0 = 0) or the order of the first leading minor that is not positive definite,
+// the diagonal block then holding the partial factor; a step after a failed one returns at
+// once.
+template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
-potrf_leaf(int n, T* A, long long lda, int opa, int* info)
+potrf_panel(int m, int w, int rows, const T* src, long long lds, int ops, T* dst,
+            long long ldd, int opd, int* info, int col0)
 {
-    constexpr int LD = SBM + 1, UB = SBM / 32 - 1;
-    T* S = shared_as<T>();
-    T* dinv = S + SBM * LD;
+    using R = real_t<T>;
+    if (col0 && info[0]) return;
     __shared__ int fail;
-    const int n32 = (n + 31) & ~31, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int w32 = (w + 31) & ~31, p0 = w + blockIdx.x * rows;
+    const int prow = min(rows, max(0, m - p0)), height = w32 + prow, ld = height | 1;
+    T* S = shared_as<T>();
+    R* dinv = reinterpret_cast<R*>(S + (long long)ld * w32);
+    const int tid = threadIdx.x;
     if (tid == 0) fail = 0;
-    load_lower<T, SBM>(S, A, lda, opa, 0, n, n32, true, false, true);
+    const bool across_s = (ops & 1) != 0, across_d = (opd & 1) != 0;
+    // The diagonal block (zeros above, padded with the identity) and the panel rows, loaded in
+    // batches so that a thread waits for memory once per batch.
+    const int diag = w32 * w32, total = diag + prow * w32;
+    for (int e0 = tid; e0 < total; e0 += THREADS * BATCH) {
+        T v[BATCH];
+        int at[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q) {
+            const int e = e0 + THREADS * q;
+            T x = T(0);
+            int i = 0, k = 0;
+            if (e < diag) {
+                walk(e, w32, w32, across_s, i, k);
+                if (i < w && k < w) {
+                    if (i >= k) x = load(src, lds, ops, i, k);
+                } else if (i == k) {
+                    x = T(1);
+                }
+            } else if (e < total) {
+                walk(e - diag, prow, w32, across_s, i, k);
+                if (k < w) x = load(src, lds, ops, p0 + i, k);
+                i += w32;
+            }
+            v[q] = x;
+            at[q] = e < total ? i + k * ld : -1;
+        }
+#pragma unroll
+        for (int q = 0; q < BATCH; ++q)
+            if (at[q] >= 0) S[at[q]] = v[q];
+    }
     __syncthreads();
-    for (int o = 0; o < n32; o += 32) {
-        if (warp == 0) {
-            const int bad = chol32<T, SBM>(S, o, dinv);
-            if (lane == 0 && bad >= 0) fail = o + bad + 1;
+    for (int o = 0; o < w32; o += 32) {
+        if (tid < 32) {
+            const int bad = chol32(S, ld, o, dinv);
+            if (tid == 0 && bad >= 0) fail = o + bad + 1;
         }
         __syncthreads();
         if (fail) break;
-        const int r = o + 32, h = n32 - r, hb = h / 32;
-        if (tid < h) {  // row r + tid of the panel: x L^H = a
-            const int i = r + tid;
-            for (int k = 0; k < 32; ++k) {
-                T x = S[i + (o + k) * LD];
-                for (int m = 0; m < k; ++m) x -= S[i + (o + m) * LD] * conj_(S[(o + k) + (o + m) * LD]);
-                S[i + (o + k) * LD] = x * dinv[o + k];
-            }
-        }
+        solve_rows(S, ld, o, o + 32, height, dinv);
         __syncthreads();
-        for (int jc = 0; jc < hb; ++jc) {  // trailing triangle, one block column at a time
-            const int c = r + 32 * jc;
-            T acc[UB][4];
-            zero(acc);
-            sq_mm<T, SBM, UB, false, true>(acc, S, c, hb - jc, c, o, o + 32);
-#pragma unroll
-            for (int u = 0; u < UB; ++u)
-                if (u < hb - jc)
-#pragma unroll
-                    for (int v = 0; v < 4; ++v) {
-                        const int i = c + lane + 32 * u, j = c + warp + 8 * v;
-                        if (i >= j) S[i + j * LD] -= acc[u][v];
-                    }
-        }
+        update_rows(S, ld, o, o + 32, height, o + 32, w32);
         __syncthreads();
     }
-    store_lower<T, SBM>(S, A, lda, opa, 0, n, true, false);
-    if (tid == 0) info[0] = fail;
+    const int failed = fail;
+    if (blockIdx.x == 0) {
+        for (int e = tid; e < w * w; e += THREADS) {
+            int i, k;
+            walk(e, w, w, across_d, i, k);
+            if (i >= k) store(dst, ldd, opd, i, k, S[i + k * ld]);
+        }
+        if (tid == 0 && (!col0 || failed)) info[0] = failed ? col0 + failed : 0;
+    }
+    if (failed) return;
+    for (int e = tid; e < prow * w; e += THREADS) {
+        int i, k;
+        walk(e, prow, w, across_d, i, k);
+        store(dst, ldd, opd, p0 + i, k, S[w32 + i + k * ld]);
+    }
 }
 
 // The lower triangle of the n x n logical view op_a(A) (n <= SBM) <- L^H L, L its lower triangle.
