@@ -5,8 +5,8 @@
 Each variant is ``kernels/cuda/leaves.cu`` with text replaced (phases removed, or another
 form of a device function), compiled through NVRTC and launched on one block column of a
 random SPD float64 matrix, for several (rows of the column, its width, panel rows per block of
-threads). Prints microseconds per launch (mean of 50, CUDA events); the numbers of variants
-without a phase are wrong by design, only their times matter.
+threads). Prints microseconds per launch (mean of 50 launches replayed as one CUDA graph); the
+numbers of variants without a phase are wrong by design, only their times matter.
 """
 
 from __future__ import annotations
@@ -16,51 +16,23 @@ import numpy as np
 
 from tricov.kernels import nvrtc, panel_rows, panel_smem
 
-CHOL_SMEM = '''template <typename T>
-__device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
-    using R = real_t<T>;
-    const int lane = threadIdx.x & 31;
-    T* col = S + o + lane;
-    T r[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k) r[k] = col[(o + k) * ld];
-    int bad = -1;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-        const R piv = re(shfl(r[j], j));
-        if (bad < 0 && !(piv > R(0))) bad = j;
-        const R rs = rsq(piv);
-        r[j] = lane == j ? T(piv * rs) : r[j] * T(rs);
-        if (lane == 0) dinv[o + j] = rs;
-        col[(o + j) * ld] = r[j];
-        __syncwarp();
-        const T* lj = S + o + (o + j) * ld;
-#pragma unroll
-        for (int k = j + 1; k < 32; ++k) r[k] -= r[j] * conj_(lj[k]);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int k = 0; k < 32; ++k)
-        if (lane >= k) col[(o + k) * ld] = r[k];
-    return bad;
-}
-
-'''
-
 
 def _variants(src: str) -> dict[str, str]:
-    start = src.index("template <typename T>\n__device__ int chol32(")
-    end = src.index("// Rows [r0, r1) of S, columns o .. o + 31: X <- X L^-H")
     call_chol = "const int bad = chol32(S, ld, o, dinv);"
     call_solve = "solve_rows(S, ld, o, o + 32, height, dinv);"
     call_update = "update_rows(S, ld, o, o + 32, height, o + 32, w32);"
-    out = {"base": src,
+    no_compute = (src.replace(call_chol, "const int bad = -1;").replace(call_solve, "")
+                  .replace(call_update, ""))
+    load_at = no_compute.index("    // Block 0 stores the diagonal block")
+    out = {"empty": src.replace("    if (col0 && info[0]) return;", "    return;"),
+           "load_only": no_compute[:load_at] + "    if (S[tid] == T(7)) info[0] = 1;"
+           + no_compute[no_compute.index("\n}\n", load_at):],
+           "base": src,
            "no_chol": src.replace(call_chol, "const int bad = -1;"),
            "no_solve": src.replace(call_solve, ""),
            "no_update": src.replace(call_update, ""),
            "load_store": src.replace(call_chol, "const int bad = -1;").replace(call_solve, "")
-           .replace(call_update, ""),
-           "chol_smem": src[:start] + CHOL_SMEM + src[end:]}
+           .replace(call_update, "")}
     return out
 
 
@@ -73,7 +45,7 @@ def main() -> None:
     info = cp.zeros(1, cp.int32)
     shapes = [(128, 128, 0), (1024, 64, panel_rows(64, 8)), (4096, 64, panel_rows(64, 8)),
               (1024, 32, panel_rows(32, 8)), (1024, 128, panel_rows(128, 8)),
-              (1024, 64, 64)]
+              (1024, 64, 192), (1024, 64, 32), (64, 64, 0)]
     print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; us per launch; "
           "(m, w, rows): " + "  ".join(str(s) for s in shapes))
     for name, code in _variants(src).items():
@@ -92,12 +64,18 @@ def main() -> None:
                 kernel((grid,), (256,), args, shared_mem=smem)  # noqa: B023
 
             launch()
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            for _ in range(50):
-                launch()
-            stop.record()
-            stop.synchronize()
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:  # 50 launches in a graph: no host time between them
+                stream.begin_capture()
+                for _ in range(50):
+                    launch()
+                graph = stream.end_capture()
+                graph.launch()
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                graph.launch()
+                stop.record()
+                stop.synchronize()
             times.append(cp.cuda.get_elapsed_time(start, stop) * 1e3 / 50)
         ok = int(info.get()[0]) == 0
         print(f"{name:12s} " + "  ".join(f"{t:8.1f}" for t in times) + ("" if ok else "  (info)"),

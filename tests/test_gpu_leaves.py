@@ -238,21 +238,21 @@ def test_ill_conditioned_trsm_keeps_substitution_accuracy(cp, cuda, monkeypatch,
 
 
 # --------------------------------------------------------------------- Cholesky-family leaves
-@pytest.fixture(params=["shared", "default", "blocked-32", "cusolver"])
+@pytest.fixture(params=["shared", "default", "blocked", "blocked-32"])
 def potrf_leaf(request, monkeypatch):
     """POTRF leaves in shared memory (as large as the kernel holds) under tricov's recursion;
-    the default policy (the whole matrix one leaf, blocked in columns of 64); the same in
-    columns of 32; or cuSOLVER's potrf on the whole matrix."""
+    the default policy (cuSOLVER's potrf on the whole matrix); tricov's blocked POTRF on the
+    whole matrix, in columns of 64 or of 32."""
     from tricov.backends import cuda
     from tricov.kernels import block_order
 
     if request.param == "shared":
         for dt in DTYPES:
             tc.set_leaf_size("gpu", "potrf", dt, block_order(dt.itemsize))
-    elif request.param == "blocked-32":
-        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_block", 32)
-    elif request.param == "cusolver":
-        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", 0)
+    elif request.param.startswith("blocked"):
+        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", N)
+        if request.param == "blocked-32":
+            monkeypatch.setattr(cuda.CUDAExecutor, "potrf_block", 32)
     yield request.param
     for dt in DTYPES:
         tc.set_leaf_size("gpu", "potrf", dt, None)

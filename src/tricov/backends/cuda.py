@@ -139,8 +139,11 @@ class CUDAExecutor(Executor):
     stage_bytes = 1 << 28
     #: Columns per block column of the blocked POTRF (:meth:`_potrf_blocked`).
     potrf_block = 64
-    #: Largest POTRF leaf that runs blocked; larger ones go to cuSOLVER's potrf.
-    potrf_blocked = 4096
+    #: Largest POTRF leaf that runs blocked; larger ones go to cuSOLVER's potrf. On one H100
+    #: (float64, benchmarks/gpu_potrf_blocked_h100.txt) the blocked POTRF in columns of 64 beat
+    #: cuSOLVER at 160 and lost from 256 up: its panels cost about 0.4 us a column, cuSOLVER's
+    #: whole call 0.44 us.
+    potrf_blocked = 192
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy

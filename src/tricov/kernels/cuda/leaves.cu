@@ -561,35 +561,33 @@ tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, 
 // takes them out of the columns to their right.
 
 // The 32 x 32 diagonal block at S(o, o) <- its Cholesky factor (lower triangle; one warp, lane
-// = row, right-looking in registers). Returns the first column whose pivot is not positive (or
-// is NaN), or -1, the same on every lane; dinv[o + j] gets 1 / L(o + j, o + j).
+// = row, right-looking in registers: the pivot comes by shuffle, the rest of each column by
+// broadcast from shared memory, which keeps the code short). Returns the first column whose
+// pivot is not positive (or is NaN), or -1, the same on every lane; dinv[o + j] gets
+// 1 / L(o + j, o + j). Elements above the diagonal are left undefined.
 template <typename T>
 __device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
     using R = real_t<T>;
     const int lane = threadIdx.x & 31;
+    T* row = S + o + lane + o * ld;
     T r[32];
 #pragma unroll
-    for (int k = 0; k < 32; ++k) r[k] = S[(o + lane) + (o + k) * ld];
+    for (int k = 0; k < 32; ++k) r[k] = row[k * ld];
     int bad = -1;
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
         const R piv = re(shfl(r[j], j));
-        if (!(piv > R(0))) {
-            bad = j;
-            break;
-        }
+        if (bad < 0 && !(piv > R(0))) bad = j;
         const R rs = rsq(piv);
         r[j] = lane == j ? T(piv * rs) : r[j] * T(rs);
         if (lane == 0) dinv[o + j] = rs;
+        row[j * ld] = r[j];
+        __syncwarp();
+        const T* lj = S + o + (o + j) * ld;
 #pragma unroll
-        for (int k = j + 1; k < 32; ++k) {
-            const T lkj = shfl(r[j], k);
-            if (lane >= k) r[k] -= r[j] * conj_(lkj);
-        }
+        for (int k = j + 1; k < 32; ++k) r[k] -= r[j] * conj_(lj[k]);
     }
-#pragma unroll
-    for (int k = 0; k < 32; ++k)
-        if (lane >= k) S[(o + lane) + (o + k) * ld] = r[k];
+    __syncwarp();
     return bad;
 }
 
@@ -634,13 +632,6 @@ __device__ void update_rows(T* S, int ld, int o, int r0, int r1, int c0, int c1)
     }
 }
 
-// Element e of a rows x cols block walked in memory order of the logical view (along the rows
-// of the view where its memory is transposed): row i, column k.
-__device__ __forceinline__ void walk(int e, int rows, int cols, bool across, int& i, int& k) {
-    i = across ? e / cols : e % rows;
-    k = across ? e % cols : e / rows;
-}
-
 // One block column of the blocked left-looking POTRF (and, with m = w, the whole POTRF of an
 // order up to a few hundred). src is the column (m x w logical, lower; the diagonal block on
 // top), already updated by the columns to its left; its factor goes to dst (the same shape).
@@ -665,35 +656,39 @@ potrf_panel(int m, int w, int rows, const T* src, long long lds, int ops, T* dst
     const int tid = threadIdx.x;
     if (tid == 0) fail = 0;
     const bool across_s = (ops & 1) != 0, across_d = (opd & 1) != 0;
-    // The diagonal block (zeros above, padded with the identity) and the panel rows, loaded in
-    // batches so that a thread waits for memory once per batch.
-    const int diag = w32 * w32, total = diag + prow * w32;
-    for (int e0 = tid; e0 < total; e0 += THREADS * BATCH) {
-        T v[BATCH];
-        int at[BATCH];
+    // The diagonal block (zeros above, padded with the identity) and the panel rows. Lanes run
+    // along memory (down the columns of the view, or along its rows where it is transposed),
+    // warps across; a thread issues PB loads before it stores any.
+    constexpr int PB = 256 / sizeof(T);
+    const int lane = tid & 31, warp = tid >> 5;
+    const int fast = across_s ? w32 / 32 : (height + 31) / 32, slow = across_s ? height : w32;
+    for (int p = 0, q = warp; q < slow;) {
+        T v[PB];
+        int at[PB];
 #pragma unroll
-        for (int q = 0; q < BATCH; ++q) {
-            const int e = e0 + THREADS * q;
+        for (int u = 0; u < PB; ++u) {
+            const int f = lane + 32 * p, i = across_s ? q : f, k = across_s ? f : q;
             T x = T(0);
-            int i = 0, k = 0;
-            if (e < diag) {
-                walk(e, w32, w32, across_s, i, k);
-                if (i < w && k < w) {
+            at[u] = -1;
+            if (q < slow && i < height) {
+                at[u] = i + k * ld;
+                if (i >= w32) {
+                    if (k < w) x = load(src, lds, ops, p0 + i - w32, k);
+                } else if (i < w && k < w) {
                     if (i >= k) x = load(src, lds, ops, i, k);
                 } else if (i == k) {
                     x = T(1);
                 }
-            } else if (e < total) {
-                walk(e - diag, prow, w32, across_s, i, k);
-                if (k < w) x = load(src, lds, ops, p0 + i, k);
-                i += w32;
             }
-            v[q] = x;
-            at[q] = e < total ? i + k * ld : -1;
+            v[u] = x;
+            if (++p == fast) {
+                p = 0;
+                q += 8;
+            }
         }
 #pragma unroll
-        for (int q = 0; q < BATCH; ++q)
-            if (at[q] >= 0) S[at[q]] = v[q];
+        for (int u = 0; u < PB; ++u)
+            if (at[u] >= 0) S[at[u]] = v[u];
     }
     __syncthreads();
     for (int o = 0; o < w32; o += 32) {
@@ -708,20 +703,17 @@ potrf_panel(int m, int w, int rows, const T* src, long long lds, int ops, T* dst
         update_rows(S, ld, o, o + 32, height, o + 32, w32);
         __syncthreads();
     }
+    // Block 0 stores the diagonal block (what the failed step left of it), the others only
+    // their panel rows, all along memory.
     const int failed = fail;
-    if (blockIdx.x == 0) {
-        for (int e = tid; e < w * w; e += THREADS) {
-            int i, k;
-            walk(e, w, w, across_d, i, k);
-            if (i >= k) store(dst, ldd, opd, i, k, S[i + k * ld]);
+    if (tid == 0 && blockIdx.x == 0 && (!col0 || failed)) info[0] = failed ? col0 + failed : 0;
+    const int first = blockIdx.x == 0 ? 0 : w32, last = failed ? w : w32 + prow;
+    for (int q = warp; q < (across_d ? last : w); q += 8) {
+        for (int f = lane; f < (across_d ? w : last); f += 32) {
+            const int i = across_d ? q : f, k = across_d ? f : q;
+            if (i >= w32) store(dst, ldd, opd, p0 + i - w32, k, S[i + k * ld]);
+            else if (i >= first && i < w && i >= k) store(dst, ldd, opd, i, k, S[i + k * ld]);
         }
-        if (tid == 0 && (!col0 || failed)) info[0] = failed ? col0 + failed : 0;
-    }
-    if (failed) return;
-    for (int e = tid; e < prow * w; e += THREADS) {
-        int i, k;
-        walk(e, prow, w, across_d, i, k);
-        store(dst, ldd, opd, p0 + i, k, S[w32 + i + k * ld]);
     }
 }
 
