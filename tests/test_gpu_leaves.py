@@ -238,21 +238,15 @@ def test_ill_conditioned_trsm_keeps_substitution_accuracy(cp, cuda, monkeypatch,
 
 
 # --------------------------------------------------------------------- Cholesky-family leaves
-@pytest.fixture(params=["shared", "default", "blocked", "blocked-32"])
-def potrf_leaf(request, monkeypatch):
-    """POTRF leaves in shared memory (as large as the kernel holds) under tricov's recursion;
-    the default policy (cuSOLVER's potrf on the whole matrix); tricov's blocked POTRF on the
-    whole matrix, in columns of 64 or of 32."""
-    from tricov.backends import cuda
+@pytest.fixture(params=["shared", "default"])
+def potrf_leaf(request):
+    """POTRF leaves in shared memory (as large as the kernel holds), or the default policy
+    (cuSOLVER leaves of 1024)."""
     from tricov.kernels import block_order
 
     if request.param == "shared":
         for dt in DTYPES:
             tc.set_leaf_size("gpu", "potrf", dt, block_order(dt.itemsize))
-    elif request.param.startswith("blocked"):
-        monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", N)
-        if request.param == "blocked-32":
-            monkeypatch.setattr(cuda.CUDAExecutor, "potrf_block", 32)
     yield request.param
     for dt in DTYPES:
         tc.set_leaf_size("gpu", "potrf", dt, None)
@@ -325,10 +319,8 @@ def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     np.testing.assert_array_equal(cp.asnumpy(A), t)
 
 
-def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda, monkeypatch):
-    """Leaf sizes above what the shared-memory kernels hold (and POTRF leaves above
-    ``potrf_blocked``) fall back to cuSOLVER/cuBLAS."""
-    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_blocked", 0)
+def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda):
+    """Leaf sizes above what the shared-memory kernels hold fall back to cuSOLVER/cuBLAS."""
     rng = make_rng("big-leaves")
     s = random_spd(rng, 700, np.float64)
     for op in ("potrf", "trtri", "lauum", "trsm", "trmm"):

@@ -35,16 +35,7 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import (
-    THREADS,
-    block_order,
-    leaf_shape,
-    leaf_smem,
-    nvrtc,
-    panel_rows,
-    panel_smem,
-    square_smem,
-)
+from ..kernels import THREADS, block_order, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
 from . import staged
 from .base import Executor
@@ -137,13 +128,6 @@ class CUDAExecutor(Executor):
     herk_by_gemm = 1
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
     stage_bytes = 1 << 28
-    #: Columns per block column of the blocked POTRF (:meth:`_potrf_blocked`).
-    potrf_block = 64
-    #: Largest POTRF leaf that runs blocked; larger ones go to cuSOLVER's potrf. On one H100
-    #: (float64, benchmarks/gpu_potrf_blocked_h100.txt) the blocked POTRF in columns of 64 beat
-    #: cuSOLVER at 160 and lost from 256 up: its panels cost about 0.4 us a column, cuSOLVER's
-    #: whole call 0.44 us.
-    potrf_blocked = 192
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -165,7 +149,7 @@ class CUDAExecutor(Executor):
     @property
     def settings(self) -> tuple:
         return (self.narrow, self.wide, self.inverse_cond, self.inverse_leaf,
-                self.herk_by_gemm, self.stage_bytes, self.potrf_block, self.potrf_blocked)
+                self.herk_by_gemm, self.stage_bytes)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -415,52 +399,16 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        if n > max(self._sb, self.potrf_blocked):
+        if not n or n > self._sb:
             ok = super().potrf(a, offset)
-            self._record(self.nan_pivot(n, a.ptr, a.ld), offset)  # read after cuSOLVER's
+            if n:  # a second status, read after cuSOLVER's own
+                self._record(self.nan_pivot(n, a.ptr, a.ld), offset)
             return ok
-        if not n:
-            return True
         status = self._status()
-        self._potrf_blocked(a, status)
+        self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
+            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
+            np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
-
-    def _potrf_blocked(self, a: Mat, status: tuple[int, int]) -> None:
-        """Left-looking blocked POTRF of the logical view ``a`` (one block column if it has at
-        most :func:`~tricov.kernels.block_order` rows, else columns of :attr:`potrf_block`).
-
-        Each block column is first updated by the columns to its left into a workspace (one
-        cuBLASLt GEMM whose output is not its input, so the triangle above the diagonal block
-        stays untouched; the first column is copied there, since the blocks of threads that
-        read it would race block 0, which writes it). Then ``potrf_panel`` factors it from
-        there into ``a``: every block of threads factors the diagonal block and solves its own
-        rows below it. The launches grow like ``n / potrf_block`` and none waits for the host;
-        a failed step makes the later ones return at once, and ``status`` gets LAPACK's info.
-        """
-        n, size = a.rows, self.dtype.itemsize
-        nb = n if n <= self._sb else min(self.potrf_block, self._sb)
-        info = np.uint64(self._status_ptr(status))
-        expr = f"tricov::potrf_panel<{self._ctype}>"
-        work = None
-        for j in range(0, n, nb):
-            w, m = min(nb, n - j), n - j
-            col = src = a.block(j, n, j, j + w)
-            rows = panel_rows(w, size) if m > w else 0
-            if j or rows:
-                if work is None:
-                    work = self.xp.empty(n * nb, dtype=self.dtype)
-                    self._keep.append(work)
-                src = Mat(work.data.ptr, col.mrows, col.mcols, max(1, col.mrows), col.op, size)
-                if j:
-                    self.gemm(-1.0, a.block(j, n, 0, j), a.block(j, j + w, 0, j).H, 1.0, col,
-                              out=src)
-                else:
-                    self.copy_into(col, src)
-            grid = -(-(m - w) // rows) if rows else 1
-            self._launch(expr, grid, (
-                np.int32(m), np.int32(w), np.int32(rows), np.uint64(src.ptr), np.int64(src.ld),
-                np.int32(self._op(src)), np.uint64(col.ptr), np.int64(col.ld),
-                np.int32(self._op(col)), info, np.int32(j)), panel_smem(w, rows, size))
 
     def nan_pivot(self, n: int, a: int, lda: int) -> tuple[int, int]:
         """The device status (see :meth:`_status`) of cuSOLVER's POTRF of the ``n x n`` block

@@ -12,7 +12,7 @@ from typing import NamedTuple
 __all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
            "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
            "block_order", "definitions", "instantiations", "leaf_shape", "leaf_smem",
-           "panel_rows", "panel_smem", "square_smem", "tile_order", "tile_shared", "tile_threads"]
+           "square_smem", "tile_order", "tile_shared", "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -188,26 +188,9 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
 
 
 def square_smem(itemsize: int) -> int:
-    """Bytes of shared memory of the diagonal-block kernels (tri_inv, lauum_leaf)."""
+    """Bytes of shared memory of the diagonal-block kernels (tri_inv, potrf_leaf, lauum_leaf)."""
     sb = block_order(itemsize)
     return (sb * (sb + 1) + sb) * itemsize + sb * 8  # the square, a column, row sums
-
-
-def panel_smem(w: int, rows: int, itemsize: int) -> int:
-    """Bytes of shared memory of ``potrf_panel`` on a block column of ``w`` columns with
-    ``rows`` panel rows per block of threads."""
-    w32 = -(-w // 32) * 32
-    return ((w32 + rows) | 1) * w32 * itemsize + w32 * 8  # the panel, then 1 / diagonal
-
-
-def panel_rows(w: int, itemsize: int) -> int:
-    """Panel rows per block of threads of ``potrf_panel`` for block columns of ``w`` columns:
-    64 (more blocks of fewer rows finish sooner: at 1024 x 64, float64 on an H100, 26 us a
-    launch against 33 us with 192), or what fits in shared memory."""
-    rows = 64
-    while rows > 8 and panel_smem(w, rows, itemsize) > SHARED_MAX:
-        rows //= 2
-    return rows
 
 
 def instantiations(source: str) -> dict[str, list[str]]:
@@ -273,8 +256,8 @@ def instantiations(source: str) -> dict[str, list[str]]:
                              f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")
             decls.append(f"__global__ void tricov::tri_cond<{t}>(int, const {t}*, long long, "
                          f"int, int, int, {t}*, int*, {real})")
-            decls.append(f"__global__ void tricov::potrf_panel<{t}>(int, int, int, const {t}*, "
-                         f"long long, int, {t}*, long long, int, int*, int)")
+            decls.append(f"__global__ void tricov::potrf_leaf<{t}, {sb}>(int, {t}*, long long, "
+                         "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int)")
     return out

@@ -9,9 +9,7 @@
 //              || |T^-1| |T| || is small enough for tri_leaf to use it; or one inverse in place
 //              (the TRTRI leaf).
 // tri_cond     the same test on inverses of larger diagonal blocks assembled from tri_inv's.
-// potrf_panel  one block column of the blocked POTRF: its diagonal block factored in shared
-//              memory by every block of threads, each solving rows below it (also the
-//              whole POTRF of a small order).
+// potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
 // lauum_leaf   L^H L of one diagonal block in shared memory (the LAUUM leaf).
 //
 // Matrices are logical views as everywhere in tricov: (pointer, leading dimension, op), op as
@@ -303,33 +301,38 @@ tri_leaf(int n, int ncols, int sb, T alpha, const T* __restrict__ A, long long l
 template <typename T, int SBM>
 __device__ void load_lower(T* S, const T* A, long long lda, int op, int r0, int n, int n32,
                            bool lower, bool unit_one, bool pad_identity) {
-    constexpr int LD = SBM + 1;
+    constexpr int LD = SBM + 1, PB = 32, WARPS = THREADS / 32;
     const bool across = ((op & 1) != 0) == lower;  // memory runs along the rows of L
-    const int total = n32 * n32;
-    for (int e0 = threadIdx.x; e0 < total; e0 += THREADS * BATCH) {
-        T v[BATCH];
+    const int lane = threadIdx.x & 31, fast = n32 / 32;
+    // Lanes run along memory, warps across it; a thread issues up to PB loads before it stores
+    // any.
+    for (int p = 0, q = threadIdx.x >> 5; q < n32;) {
+        T v[PB];
+        int at[PB];
 #pragma unroll
-        for (int q = 0; q < BATCH; ++q) {
-            const int e = e0 + THREADS * q;
-            const int i = across ? e / n32 : e % n32;
-            const int j = across ? e % n32 : e / n32;
+        for (int u = 0; u < PB; ++u) at[u] = -1;
+#pragma unroll
+        for (int u = 0; u < PB; ++u) {
+            if (q >= n32) break;
+            const int f = lane + 32 * p, i = across ? q : f, j = across ? f : q;
             T x = T(0);
-            if (e < total) {
-                if (i < n && j < n) {
-                    if (i == j && unit_one) x = T(1);
-                    else if (i >= j) x = lower ? load(A, lda, op, r0 + i, r0 + j)
-                                               : load(A, lda, op, r0 + j, r0 + i);
-                } else if (i == j && pad_identity) {
-                    x = T(1);
-                }
+            if (i < n && j < n) {
+                if (i == j && unit_one) x = T(1);
+                else if (i >= j) x = lower ? load(A, lda, op, r0 + i, r0 + j)
+                                           : load(A, lda, op, r0 + j, r0 + i);
+            } else if (i == j && pad_identity) {
+                x = T(1);
             }
-            v[q] = x;
+            at[u] = i + j * LD;
+            v[u] = x;
+            if (++p == fast) {
+                p = 0;
+                q += WARPS;
+            }
         }
 #pragma unroll
-        for (int q = 0; q < BATCH; ++q) {
-            const int e = e0 + THREADS * q;
-            if (e < total) S[(across ? e / n32 : e % n32) + (across ? e % n32 : e / n32) * LD] = v[q];
-        }
+        for (int u = 0; u < PB; ++u)
+            if (at[u] >= 0) S[at[u]] = v[u];
     }
 }
 
@@ -339,13 +342,14 @@ __device__ void store_lower(const T* S, T* A, long long lda, int op, int r0, int
                             bool skip_diag) {
     constexpr int LD = SBM + 1;
     const bool across = ((op & 1) != 0) == lower;
-    for (int e = threadIdx.x; e < n * n; e += THREADS) {
-        const int i = across ? e / n : e % n;
-        const int j = across ? e % n : e / n;
-        if (i < j || (i == j && skip_diag)) continue;
-        const T v = S[i + j * LD];
-        if (lower) store(A, lda, op, r0 + i, r0 + j, v);
-        else store(A, lda, op, r0 + j, r0 + i, v);
+    for (int q = threadIdx.x >> 5; q < n; q += THREADS / 32) {
+        for (int f = threadIdx.x & 31; f < n; f += 32) {  // lanes along memory
+            const int i = across ? q : f, j = across ? f : q;
+            if (i < j || (i == j && skip_diag)) continue;
+            const T v = S[i + j * LD];
+            if (lower) store(A, lda, op, r0 + i, r0 + j, v);
+            else store(A, lda, op, r0 + j, r0 + i, v);
+        }
     }
 }
 
@@ -554,17 +558,17 @@ tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, 
     if (threadIdx.x == 0) ok[b] = 0;
 }
 
-// ------------------------------------------------------------------- blocked POTRF panels
-// A panel in shared memory: a diagonal block of w32 rows (w rounded up to 32) on top of the
-// rows below it, column-major with leading dimension ld. Its steps work on 32 columns from
-// column o: chol32 factors their diagonal block, solve_rows the rows below it, update_rows
-// takes them out of the columns to their right.
+// ------------------------------------------------------------------------- POTRF leaf
+// The steps of a Cholesky factorization in shared memory (column-major, leading dimension ld)
+// on 32 columns from column o: chol32 factors their diagonal block, solve_rows the rows below
+// it, update_rows takes them out of the columns to their right.
 
 // The 32 x 32 diagonal block at S(o, o) <- its Cholesky factor (lower triangle; one warp, lane
 // = row, right-looking in registers: the pivot comes by shuffle, the rest of each column by
 // broadcast from shared memory, which keeps the code short). Returns the first column whose
 // pivot is not positive (or is NaN), or -1, the same on every lane; dinv[o + j] gets
-// 1 / L(o + j, o + j). Elements above the diagonal are left undefined.
+// 1 / L(o + j, o + j). Elements above the diagonal are left undefined, and those of the rows
+// below the failing column's pivot, in the columns after it, as they were.
 template <typename T>
 __device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
     using R = real_t<T>;
@@ -577,7 +581,10 @@ __device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
         const R piv = re(shfl(r[j], j));
-        if (bad < 0 && !(piv > R(0))) bad = j;
+        if (!(piv > R(0))) {  // the columns from j on stay as they are
+            bad = j;
+            break;
+        }
         const R rs = rsq(piv);
         r[j] = lane == j ? T(piv * rs) : r[j] * T(rs);
         if (lane == 0) dinv[o + j] = rs;
@@ -632,89 +639,36 @@ __device__ void update_rows(T* S, int ld, int o, int r0, int r1, int c0, int c1)
     }
 }
 
-// One block column of the blocked left-looking POTRF (and, with m = w, the whole POTRF of an
-// order up to a few hundred). src is the column (m x w logical, lower; the diagonal block on
-// top), already updated by the columns to its left; its factor goes to dst (the same shape).
-// Every block of threads factors the diagonal block in shared memory, the same way, and block
-// b solves the panel rows w + b rows .. w + (b + 1) rows - 1 against it; block 0 writes the
-// diagonal block. col0 is the first column of src in the whole matrix. info[0] gets 0 (on the
-// first step, col0 = 0) or the order of the first leading minor that is not positive definite,
-// the diagonal block then holding the partial factor; a step after a failed one returns at
-// once.
-template <typename T>
+// The Cholesky factor of the Hermitian n x n logical view op_a(A) (n <= SBM; lower triangle read
+// and written) in shared memory, 32 columns at a time. info[0] gets 0 or the order of the first
+// leading minor that is not positive definite; A then holds the partial factor.
+template <typename T, int SBM>
 __global__ void __launch_bounds__(THREADS, 1)
-potrf_panel(int m, int w, int rows, const T* src, long long lds, int ops, T* dst,
-            long long ldd, int opd, int* info, int col0)
+potrf_leaf(int n, T* A, long long lda, int opa, int* info)
 {
     using R = real_t<T>;
-    if (col0 && info[0]) return;
-    __shared__ int fail;
-    const int w32 = (w + 31) & ~31, p0 = w + blockIdx.x * rows;
-    const int prow = min(rows, max(0, m - p0)), height = w32 + prow, ld = height | 1;
+    constexpr int LD = SBM + 1;
     T* S = shared_as<T>();
-    R* dinv = reinterpret_cast<R*>(S + (long long)ld * w32);
-    const int tid = threadIdx.x;
+    R* dinv = reinterpret_cast<R*>(S + SBM * LD);
+    __shared__ int fail;
+    const int n32 = (n + 31) & ~31, tid = threadIdx.x;
     if (tid == 0) fail = 0;
-    const bool across_s = (ops & 1) != 0, across_d = (opd & 1) != 0;
-    // The diagonal block (zeros above, padded with the identity) and the panel rows. Lanes run
-    // along memory (down the columns of the view, or along its rows where it is transposed),
-    // warps across; a thread issues PB loads before it stores any.
-    constexpr int PB = 256 / sizeof(T);
-    const int lane = tid & 31, warp = tid >> 5;
-    const int fast = across_s ? w32 / 32 : (height + 31) / 32, slow = across_s ? height : w32;
-    for (int p = 0, q = warp; q < slow;) {
-        T v[PB];
-        int at[PB];
-#pragma unroll
-        for (int u = 0; u < PB; ++u) {
-            const int f = lane + 32 * p, i = across_s ? q : f, k = across_s ? f : q;
-            T x = T(0);
-            at[u] = -1;
-            if (q < slow && i < height) {
-                at[u] = i + k * ld;
-                if (i >= w32) {
-                    if (k < w) x = load(src, lds, ops, p0 + i - w32, k);
-                } else if (i < w && k < w) {
-                    if (i >= k) x = load(src, lds, ops, i, k);
-                } else if (i == k) {
-                    x = T(1);
-                }
-            }
-            v[u] = x;
-            if (++p == fast) {
-                p = 0;
-                q += 8;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < PB; ++u)
-            if (at[u] >= 0) S[at[u]] = v[u];
-    }
+    load_lower<T, SBM>(S, A, lda, opa, 0, n, n32, true, false, true);
     __syncthreads();
-    for (int o = 0; o < w32; o += 32) {
+    for (int o = 0; o < n32; o += 32) {
         if (tid < 32) {
-            const int bad = chol32(S, ld, o, dinv);
+            const int bad = chol32(S, LD, o, dinv);
             if (tid == 0 && bad >= 0) fail = o + bad + 1;
         }
         __syncthreads();
         if (fail) break;
-        solve_rows(S, ld, o, o + 32, height, dinv);
+        solve_rows(S, LD, o, o + 32, n32, dinv);
         __syncthreads();
-        update_rows(S, ld, o, o + 32, height, o + 32, w32);
+        update_rows(S, LD, o, o + 32, n32, o + 32, n32);
         __syncthreads();
     }
-    // Block 0 stores the diagonal block (what the failed step left of it), the others only
-    // their panel rows, all along memory.
-    const int failed = fail;
-    if (tid == 0 && blockIdx.x == 0 && (!col0 || failed)) info[0] = failed ? col0 + failed : 0;
-    const int first = blockIdx.x == 0 ? 0 : w32, last = failed ? w : w32 + prow;
-    for (int q = warp; q < (across_d ? last : w); q += 8) {
-        for (int f = lane; f < (across_d ? w : last); f += 32) {
-            const int i = across_d ? q : f, k = across_d ? f : q;
-            if (i >= w32) store(dst, ldd, opd, p0 + i - w32, k, S[i + k * ld]);
-            else if (i >= first && i < w && i >= k) store(dst, ldd, opd, i, k, S[i + k * ld]);
-        }
-    }
+    store_lower<T, SBM>(S, A, lda, opa, 0, n, true, false);
+    if (tid == 0) info[0] = fail;
 }
 
 // The lower triangle of the n x n logical view op_a(A) (n <= SBM) <- L^H L, L its lower triangle.
