@@ -15,16 +15,15 @@ and cuBLAS's included), summed by name.
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from collections.abc import Callable
 
 import cupy as cp
 import numpy as np
-import torch
 from gpu_potrf_sizes import _cusolver, timed
 
 import tricov as tc
 from tricov import dense
+from tricov.bench.devices import kernel_times
 from tricov.bench.peers_gpu import _trxm
 
 
@@ -38,17 +37,7 @@ def _native_trxm(op: str, t: cp.ndarray) -> Callable[[cp.ndarray], None]:
 def _kernels(f: Callable[[cp.ndarray], object], a0: cp.ndarray) -> list[tuple[str, float, int]]:
     """(name, total microseconds, launches) of the kernels of one call of ``f`` on a copy."""
     a = a0.copy(order="F")
-    cp.cuda.Device().synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        f(a)
-        cp.cuda.Device().synchronize()
-    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-    for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            entry = sums[ev.name[:80]]
-            entry[0] += getattr(ev, "device_time_total", 0.0)
-            entry[1] += 1
-    return sorted(((k, v[0], v[1]) for k, v in sums.items()), key=lambda r: -r[1])
+    return kernel_times(lambda: f(a))
 
 
 def main() -> None:
@@ -95,7 +84,7 @@ def main() -> None:
         print(f"  kernels of one eager call: {sum(r[1] for r in rows):.1f} us in "
               f"{sum(r[2] for r in rows)} launches")
         for name, us, count in rows[:10]:
-            print(f"    {us:9.1f} us {count:4d}x  {name}")
+            print(f"    {us:9.1f} us {count:4d}x  {name[:80]}")
         del a0, g
 
 

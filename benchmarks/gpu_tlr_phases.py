@@ -18,6 +18,7 @@ from collections import defaultdict
 import cupy as cp
 import numpy as np
 
+from tricov.bench.devices import kernel_times
 from tricov.geostat import jittered_grid, matern
 from tricov.tlr import _panels, cholesky, morton_order, potrf_from_kernel
 from tricov.tlr.sources import KernelSource
@@ -99,19 +100,13 @@ def main() -> None:
 def _kernel_profile(kern, x, tile: int, tol: float) -> None:
     """GPU time per kernel of one factorization (torch.profiler sees every CUDA kernel of
     the process, CuPy's and cuBLAS's included)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    cp.cuda.Device().synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        t0 = time.perf_counter()
-        potrf_from_kernel(kern, x, tile_size=tile, tol=tol)
-        cp.cuda.Device().synchronize()
-        wall = time.perf_counter() - t0
-    events = [e for e in prof.key_averages() if e.device_time_total > 0]
-    busy = sum(e.device_time_total for e in events) / 1e6
+    t0 = time.perf_counter()
+    rows = kernel_times(lambda: potrf_from_kernel(kern, x, tile_size=tile, tol=tol))
+    wall = time.perf_counter() - t0
+    busy = sum(us for _, us, _ in rows) / 1e6
     print(f"  profiled run {wall:.3f} s, GPU busy {busy:.3f} s (kernels and copies)")
-    for e in sorted(events, key=lambda e: -e.device_time_total)[:25]:
-        print(f"    {e.device_time_total / 1e3:9.1f} ms {e.count:6d}x  {e.key[:90]}")
+    for name, us, count in rows[:25]:
+        print(f"    {us / 1e3:9.1f} ms {count:6d}x  {name[:90]}")
 
 
 if __name__ == "__main__":

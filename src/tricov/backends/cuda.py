@@ -451,12 +451,11 @@ class CUDAExecutor(Executor):
             self._s(beta), c, ldc), "gemm")
 
     def raw_gemm_into(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, d, ldd):
-        shape = (self.dtype, lib.OP[ta], lib.OP[tb], m, n, k, lda, ldb, ldc, ldd)
-        work = self.xp.empty(lib.matmul_workspace(*shape), dtype=np.uint8)
+        plan = lib.matmul_plan(self.dtype, lib.OP[ta], lib.OP[tb], m, n, k, lda, ldb, ldc, ldd)
+        work = self.xp.empty(plan.workspace, dtype=np.uint8)
         self._keep.append(work)
-        lib.matmul_into(self._hb, self._stream, self.dtype, lib.OP[ta], lib.OP[tb], m, n, k,
-                        self._s(alpha), a, lda, b, ldb, self._s(beta), c, ldc, d, ldd,
-                        work.data.ptr)
+        lib.matmul_into(self._hb, self._stream, plan, self._s(alpha), a, b, self._s(beta), c,
+                        d, work.data.ptr)
 
     def raw_gemm_strided(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count,
                          sa, sb, sc):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["GEMM_CHUNK", "bind_blas", "bind_solver", "blas", "capture_handle", "check",
-           "cublas_handle", "cusolver_handle", "matmul_into", "matmul_workspace", "own_handle",
+           "cublas_handle", "cusolver_handle", "matmul_into", "matmul_plan", "own_handle",
            "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
@@ -196,28 +196,26 @@ def _lt_plan(device: int, *shape: Any) -> _LtPlan:
 atexit.register(_lt_plan.cache_clear)  # free the descriptors while the bindings still exist
 
 
-def _plan_here(dtype: np.dtype, *shape: int) -> _LtPlan:
+def matmul_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int, ldb: int,
+                ldc: int, ldd: int) -> _LtPlan:
+    """cuBLASLt's plan of ``D <- alpha op(A) op(B) + beta C`` for this shape on the current
+    device (``ta``/``tb`` cublasOperation_t values): cached; its ``workspace`` is the bytes of
+    device memory :func:`matmul_into` needs."""
     import cupy
 
-    return _lt_plan(cupy.cuda.runtime.getDevice(), np.dtype(dtype), *shape)
+    return _lt_plan(cupy.cuda.runtime.getDevice(), np.dtype(dtype), ta, tb, m, n, k, lda, ldb,
+                    ldc, ldd)
 
 
-def matmul_workspace(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int,
-                     ldb: int, ldc: int, ldd: int) -> int:
-    """Bytes of workspace :func:`matmul_into` needs for this GEMM shape (current device)."""
-    return _plan_here(dtype, ta, tb, m, n, k, lda, ldb, ldc, ldd).workspace
-
-
-def matmul_into(handle: int, stream: int, dtype: np.dtype, ta: int, tb: int, m: int, n: int,
-                k: int, alpha: int, a: int, lda: int, b: int, ldb: int, beta: int, c: int,
-                ldc: int, d: int, ldd: int, workspace: int) -> None:
-    """``D <- alpha op(A) op(B) + beta C`` (cuBLASLt's matmul; ``ta``/``tb`` cublasOperation_t
-    values, ``alpha``/``beta`` host addresses): a GEMM whose output need not be its input.
+def matmul_into(handle: int, stream: int, plan: _LtPlan, alpha: int, a: int, b: int, beta: int,
+                c: int, d: int, workspace: int) -> None:
+    """``D <- alpha op(A) op(B) + beta C`` (cuBLASLt's matmul) as ``plan`` says
+    (:func:`matmul_plan`; ``alpha``/``beta`` host addresses): a GEMM whose output need not be
+    its input.
 
     ``handle`` is a cuBLAS handle (a valid cuBLASLt handle too), ``stream`` the stream's
-    address, ``workspace`` the address of :func:`matmul_workspace` bytes of device memory
-    that no other work on another stream uses meanwhile."""
-    plan = _plan_here(dtype, ta, tb, m, n, k, lda, ldb, ldc, ldd)
+    address, ``workspace`` the address of ``plan.workspace`` bytes of device memory that no
+    other work on another stream uses meanwhile."""
     la, lb, lc, ld_ = plan.layouts
     check(_lt("cublasLtMatmul")(handle, plan.desc, alpha, a, la, b, lb, beta, c, lc, d, ld_,
                                 plan.result, workspace, plan.workspace, stream),

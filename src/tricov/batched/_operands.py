@@ -316,6 +316,9 @@ class Batch:
             if all(s is not None for s in steps):
                 affine = tuple((base, s) for (base, _, _), s in zip(layouts, steps, strict=True))
                 return [Group(tuple(views), None, None, affine, self.count)]
+        # Member addresses where no one stride serves: a Numba loop for host stacks; for device
+        # stacks, CuPy array arithmetic on the device (no copy from the host, safe while a CUDA
+        # graph is captured).
         ptrs = xp.empty((len(self.ops), self.count), np.int64)
         for slot, (base, shape, strides) in enumerate(layouts):
             if self.device is None:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "event_seconds", "get_device"]
+__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "event_seconds", "get_device",
+           "kernel_times"]
 
 Arrays = dict[str, Any]
 Call = Callable[[Arrays], object]
@@ -248,3 +249,19 @@ def event_seconds(call: Callable[[], object], reset: Callable[[], object] | None
         if k >= warmup:
             times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
     return times
+
+
+def kernel_times(call: Callable[[], object]) -> list[tuple[str, float, int]]:
+    """(name, device microseconds, count) of every kernel and copy one ``call`` runs, summed by
+    name, longest first, as PyTorch's profiler sees them (CUPTI: CuPy's, cuBLAS's and tricov's
+    kernels alike). Needs PyTorch, a comparison tool here: no library path calls this."""
+    import cupy
+    from torch.profiler import ProfilerActivity, profile
+
+    cupy.cuda.Device().synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        cupy.cuda.Device().synchronize()
+    rows = [(e.key, e.device_time_total, e.count) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    return sorted(rows, key=lambda r: -r[1])

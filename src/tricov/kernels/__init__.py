@@ -12,7 +12,7 @@ from typing import NamedTuple
 __all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
            "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
            "block_order", "definitions", "instantiations", "leaf_shape", "leaf_smem",
-           "square_smem", "tile_order", "tile_shared", "tile_threads"]
+           "square_smem", "tile_groups", "tile_order", "tile_shared", "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -93,12 +93,22 @@ def tile_order(rows: int) -> int:
     return TILE_ORDERS[0] if rows <= TILE_ORDERS[0] else TILE_ORDERS[1]
 
 
+def tile_groups(order: int, mma: bool, mode: int, itemsize: int) -> int:
+    """8-column groups of a warp's piece of a tile of a ``batched_tile.cu`` kernel (``WN``) for
+    an operation (0 TRMM, 1 HERK, 2 LAUUM): 4 (a 32 x 32 piece: fewer shared-memory reads per
+    product, half the warps) for the tensor-core HERK and float32 TRMM with tiles of 64, else
+    2 (32 x 16; the FMA version's lanes own 4 x 4 elements of a 32 x 16 piece).
+
+    On one H100 (batch 10240, device time), 32 x 32 pieces took float64 SYRK 128 / 256 from
+    1.527 / 7.942 to 1.432 / 7.538 ms and float32 TRMM 128 / 256 from 1.096 / 6.868 to
+    1.011 / 6.509, but LAUUM 64 / 128 from 0.160 / 0.901 to 0.171 / 0.943 (float64) and
+    float64 TRMM not at all."""
+    return 4 if mma and order == 64 and (mode == 1 or (mode == 0 and itemsize == 4)) else 2
+
+
 def tile_threads(order: int, mma: bool, mode: int, itemsize: int) -> int:
-    """Threads per block of a tile kernel of tiles of ``order`` for an operation (0 TRMM,
-    1 HERK, 2 LAUUM): a warp per 32 x 32 piece (tensor-core HERK and float32 TRMM with tiles
-    of 64) or per 32 x 16 piece (``warp_groups`` in the source, where the choice is measured)."""
-    wide = mma and order == 64 and (mode == 1 or (mode == 0 and itemsize == 4))
-    return order * order // (32 if wide else 16)
+    """Threads per block of a tile kernel: a warp per 32 x 8 ``tile_groups`` piece."""
+    return order * order // (8 * tile_groups(order, mma, mode, itemsize))
 
 
 def tile_shared(order: int, itemsize: int) -> int:
@@ -114,10 +124,10 @@ def batched_tile(ctype: str, mode: int, mma: bool, order: int) -> tuple[str, str
     for a real scalar type, an operation (0 TRMM, 1 HERK, 2 LAUUM), whether its products run
     on the (FP64) tensor cores and the order of its tiles."""
     name = f"tricov_batched_tile{order}_{_TAGS[ctype]}{mode}{'m' if mma else ''}"
-    shape = (f"tricov::tile::Shape<{ctype}, {order}, tricov::tile::warp_groups("
-             f"{'true' if mma else 'false'}, {order}, {mode}, sizeof({ctype}))>")
+    groups = tile_groups(order, mma, mode, _TYPES[ctype])
+    shape = f"tricov::tile::Shape<{ctype}, {order}, {groups}>"
     return name, (f"TRICOV_BATCHED_TILE({name}, {ctype}, {mode}, {'true' if mma else 'false'}, "
-                  f"{order}) static_assert({shape}::RING * sizeof({ctype}) == "
+                  f"{order}, {groups}) static_assert({shape}::RING * sizeof({ctype}) == "
                   f"{tile_shared(order, _TYPES[ctype])} && "
                   f"{shape}::THREADS == {tile_threads(order, mma, mode, _TYPES[ctype])});")
 

@@ -5,7 +5,7 @@
 // stops at order 32 moves every block of its output through memory once per level (cuBLAS
 // batched GEMM in the middle, a leaf kernel at the bottom). These kernels take larger leaves
 // (TRMM and HERK of any order, LAUUM up to 64) in one launch; one block of 256 threads (128
-// for the tensor-core HERK and float32 TRMM, see warp_groups)
+// for the tensor-core HERK and float32 TRMM, see WN below)
 // computes 64 x 64 tiles of the output of one member (or, for orders up to 32, where the
 // register kernels' shuffles cost more than the data they move, one block of 64 threads
 // 32 x 32 tiles: TILE below),
@@ -25,7 +25,7 @@
 // tensor cores on sm_90 (mma m16n8k4: for float64 the same rounding as FMAs; float32
 // elements are widened, so their products are exact and their sums double, rounded once at
 // the store), elsewhere by FMAs; each warp owns a 32 x 16 piece of the tile (32 x 32 where
-// warp_groups says so), and
+// kernels/__init__.py's tile_groups says so: WN), and
 // skips the chunks whose products with it are all zero. (On one H100, batch 10240, order 64:
 // float32 SYRK took 0.302 ms on the tensor cores against 0.366 by FMAs, which had kept the
 // issue slots 78% busy, LAUUM 0.179 against 0.243; skipping the zero chunks took float64
@@ -61,7 +61,7 @@ enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 constexpr int KC = 16;  // k per chunk
 
 // The shape of the kernels of elements T whose output tiles are TILE x TILE (64, or 32 for
-// orders up to 32): a warp per 32 x 8 WN piece of the tile (WN = warp_groups), a ring of
+// orders up to 32): a warp per 32 x 8 WN piece of the tile (WN from tile_groups), a ring of
 // STAGES chunks, STAGES - 1
 // in flight (4 for tiles of 64; 2 for tiles of 32, whose k is mostly 32: both chunks at
 // once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
@@ -353,16 +353,6 @@ template <typename T, int LDS, int WN> struct AccOf<T, true, LDS, WN> {
     using type = MmaAcc<T, LDS, WN>;
 };
 
-// 8-column groups of a warp's piece of the tile: 4 (32 x 32: fewer shared-memory reads per
-// product, half the warps) for the tensor-core HERK and float32 TRMM with tiles of 64, else 2
-// (32 x 16; the FMA version's lanes own 4 x 4 elements of a 32 x 16 piece). On one H100
-// (batch 10240, device time), 32 x 32 pieces took float64 SYRK 128 / 256 from 1.527 / 7.942
-// to 1.432 / 7.538 ms and float32 TRMM 128 / 256 from 1.096 / 6.868 to 1.011 / 6.509, but
-// LAUUM 64 / 128 from 0.160 / 0.901 to 0.171 / 0.943 (float64) and float64 TRMM not at all.
-__host__ __device__ constexpr int warp_groups(bool mma, int tile, int mode, int itemsize) {
-    return mma && tile == 64 && (mode == HERK || (mode == TRMM && itemsize == 4)) ? 4 : 2;
-}
-
 // ---------------------------------------------------------------------------- the kernel
 // Members [first, first + count), `tiles` blocks each (block b: member first + b / tiles,
 // tile b % tiles). Operands: x (TRMM: L; HERK: A; LAUUM: L) and o (TRMM: B; HERK: C; LAUUM:
@@ -372,14 +362,13 @@ __host__ __device__ constexpr int warp_groups(bool mma, int tile, int mode, int 
 // of B, from the last up, so that the rows a tile needs are still unwritten when it is
 // computed; HERK, LAUUM: one tile) from one stream of chunks: while chunk c is multiplied,
 // the copies of chunk c + 1 (of this tile or the next) are in flight.
-template <typename T, int MODE, bool MMA, int TILE>
+template <typename T, int MODE, bool MMA, int TILE, int WN>
 __device__ __forceinline__ void run(long long first, long long count, int tiles, int n, int m,
                                     int kdim, int unit, T alpha, T beta, const long long* xp,
                                     long long xb, long long xs_, long long xo, long long xld,
                                     int xf, const long long* op, long long ob, long long os,
                                     long long oo, long long old, int of,
                                     const long long* info, int skip) {
-    constexpr int WN = warp_groups(MMA, TILE, MODE, sizeof(T));
     constexpr int THREADS = Shape<T, TILE, WN>::THREADS, LDS = Shape<T, TILE, WN>::LDS;
     constexpr int STAGES = Shape<T, TILE, WN>::STAGES;
     // The ring of STAGES buffers, each a chunk of X then one of Y (Shape<T, TILE>::RING).
@@ -524,18 +513,17 @@ __host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
 }  // namespace tricov
 
 // A kernel with C linkage (cached on disk by CuPy, see kernels/nvrtc.py): kernels/__init__.py
-// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA, TILE) to this file.
-#define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA, TILE)                                          \
+// names it and appends TRICOV_BATCHED_TILE(name, T, MODE, MMA, TILE, WN) to this file.
+#define TRICOV_BATCHED_TILE(NAME, T, MODE, MMA, TILE, WN)                                      \
     extern "C" __global__ void                                                                 \
-    __launch_bounds__(tricov::tile::Shape<T, TILE, tricov::tile::warp_groups(                  \
-                          MMA, TILE, MODE, sizeof(T))>::THREADS,                              \
+    __launch_bounds__(tricov::tile::Shape<T, TILE, WN>::THREADS,                               \
                       tricov::tile::min_blocks(sizeof(T), MODE, TILE))                         \
     NAME(long long first, long long count, int tiles, int n, int m, int kdim, int unit,       \
          T alpha, T beta, const long long* xp, long long xb, long long xs, long long xo,       \
          long long xld, int xf, const long long* op, long long ob, long long os, long long oo, \
          long long old, int of, const long long* info, int skip)                               \
     {                                                                                          \
-        tricov::tile::run<T, MODE, MMA, TILE>(first, count, tiles, n, m, kdim, unit, alpha,   \
-                                              beta, xp, xb, xs, xo, xld, xf, op, ob, os, oo,  \
-                                              old, of, info, skip);                           \
+        tricov::tile::run<T, MODE, MMA, TILE, WN>(first, count, tiles, n, m, kdim, unit,      \
+                                                  alpha, beta, xp, xb, xs, xo, xld, xf, op,   \
+                                                  ob, os, oo, old, of, info, skip);           \
     }
