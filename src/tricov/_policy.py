@@ -78,13 +78,18 @@ _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64
 # at n = 1024 ... 16384 on one H100 (benchmarks/gpu_potri_leaves_h100.txt), 256 was the fastest
 # of 128, 256, 512 and 128/256 for both float32 and float64, 3-20% ahead of 128.
 _GPU_INVERSE = {"float32": 256, "float64": 256}
+# Float64 TRTRI leaves of 128 (the shared-memory kernel, 1.4x faster than before at 128 since
+# commit 8f51cca): three runs of benchmarks/gpu_potri_leaves.py on one H100 put TRTRI / LAUUM
+# leaves of 128 / 256 ahead of 256 / 256 at every n, by 3-15% at 1024, 6-7% at 2048, 0-5% at
+# 4096, 2-3% at 8192 and 0.5% at 16384 (benchmarks/gpu_potri_leaves_h100.txt). Float32 keeps 256.
+_GPU_TRTRI = {"float64": 128}
 _GPU_TRSM = {"float32": 512}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
     "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512, potrf=4096,
-                            trtri=_GPU_INVERSE.get(name, block),
+                            trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
                             lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384)
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
