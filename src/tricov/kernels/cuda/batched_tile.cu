@@ -70,7 +70,7 @@ constexpr int KC = 16;  // k per chunk
 // of float) fall in 32 different banks. (Rows of 16 words more, as before, put the fragments'
 // rows k and k + 2 in the same banks: on an H100,
 // float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
-template <typename T, int TILE, int WN = 2> struct Shape {
+template <typename T, int TILE, int WN> struct Shape {
     static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
     static constexpr int THREADS = TILE * TILE / (8 * WN);
     static constexpr int LDS = TILE + 32 / (int)sizeof(T);
