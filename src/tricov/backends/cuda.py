@@ -160,9 +160,10 @@ class CUDAExecutor(Executor):
     def info(self) -> int:
         if not self._statuses:
             return 0
-        chunks = [chunk.get() for chunk in self._chunks]  # one read per 64 statuses
+        words = self._chunks[0] if len(self._chunks) == 1 else self.xp.concatenate(self._chunks)
+        words = lib.read_small(words)  # one read of every status
         for chunk, slot, offset in self._statuses:
-            value = int(chunks[chunk][slot])
+            value = int(words[chunk * _STATUS_SLOTS + slot])
             if value:
                 return offset + value
         return 0

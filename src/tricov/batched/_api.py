@@ -78,7 +78,7 @@ class _Infos:
 
     def result(self, on_host: bool) -> Any:
         """int64 info of every member, shaped like the batch (read from the device: a view
-        valid until this thread's next call, see :func:`~tricov.batched._cuda.read_info`)."""
+        valid until this thread's next call, see :func:`~tricov.backends.cuda_libs.read_small`)."""
         xp = np if on_host else self.batch.xp
         with self.batch.on_device():
             if len(self.parts) == 1 and self.parts[0][0].index is None:
@@ -104,9 +104,9 @@ def _on_host(values: Any) -> np.ndarray:
     """Info values on the host: host ones as they are, device ones read from the device."""
     if isinstance(values, np.ndarray):
         return values
-    from ._cuda import read_info
+    from ..backends.cuda_libs import read_small
 
-    return read_info(values)
+    return read_small(values)
 
 
 def _finish(batch: Batch, infos: _Infos, check: bool, error: type, result: Any) -> Any:

@@ -25,7 +25,6 @@ device array, which the front end reads once, at the end of the call.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from typing import Any
 
@@ -43,35 +42,7 @@ from ..backends.batched_cuda import (
 )
 from ._operands import Group
 
-__all__ = ["CUDAEngine", "read_info"]
-
-_local = threading.local()
-
-
-def read_info(values: Any) -> np.ndarray:
-    """The contiguous int64 device array ``values`` on the host, once the current stream has
-    computed it.
-
-    It is copied through a page-locked buffer of the calling thread, reused from call to call
-    (a copy to fresh pageable memory, and the first touch of its pages, cost a check about
-    25 us more on an H100 host): the result is a view of that buffer, valid until this
-    thread's next call.
-    """
-    import cupy
-
-    n = values.size
-    bufs = _local.__dict__.setdefault("bufs", {})
-    device = cupy.cuda.Device().id
-    host = bufs.get(device)
-    if host is None or host.size < n:
-        host = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(n, 1024) * 8), np.int64)
-        bufs[device] = host
-    stream = cupy.cuda.get_current_stream()
-    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, values.data.ptr, n * 8,
-                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-    stream.synchronize()
-    return host[:n]
-
+__all__ = ["CUDAEngine"]
 
 class CUDAEngine:
     """Batched operations on the members of one group, on their GPU.
