@@ -44,6 +44,7 @@ from ._operands import Group
 
 __all__ = ["CUDAEngine"]
 
+
 class CUDAEngine:
     """Batched operations on the members of one group, on their GPU.
 
