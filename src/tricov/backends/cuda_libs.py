@@ -283,8 +283,9 @@ def read_small(values: Any) -> np.ndarray:
 
     It is copied through a page-locked buffer of the calling thread, reused from call to call:
     on an H100 host a copy to fresh pageable memory and the first touch of its pages cost
-    about 25 us more, and CuPy's ``get`` of a 64-word status chunk took 17.5 us against 12.4
-    this way. The result is a view of that buffer, valid until this thread's next read."""
+    about 25 us more, and CuPy's ``get`` of a 64-word status chunk took 15.2 us against 12.8
+    this way (benchmarks/gpu_status_read.py). The result is a view of that buffer, valid until
+    this thread's next read."""
     import cupy
 
     nbytes = values.nbytes
