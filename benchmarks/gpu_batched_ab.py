@@ -14,6 +14,10 @@ subtracted) while changing one choice between candidates, and prints one line pe
     python benchmarks/gpu_batched_ab.py tiles --orders 17 20 24 28 32
         TRMM / SYRK (beta 1) / LAUUM on the register kernels, on tiles of 32 or of 64
         (``_TILE_FROM``)
+    python benchmarks/gpu_batched_ab.py wide --orders 128 192 256 --rhs 0 32
+        TRMM on the tile kernel's tiles of 64 or 128 (above order 64), against the policy
+        (``tricov.kernels.tile_order``), with ``--rhs`` columns of B (0: square) and the leaf
+        sizes in force (``--leaf`` sets TRMM's)
     python benchmarks/gpu_batched_ab.py leaves --orders 128 256 --ops trmm syrk --leaf 64 128
         leaf sizes of the recursions above the kernels (``tricov.set_leaf_size``)
     python benchmarks/gpu_batched_ab.py source OLD.cu --orders 8 16 32
@@ -154,10 +158,12 @@ def main(argv: list[str] | None = None) -> None:
     import cupy as cp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=("lanes", "blocks", "split", "tiles", "leaves", "source"))
+    ap.add_argument("mode", choices=("lanes", "blocks", "split", "tiles", "wide", "leaves",
+                                     "source"))
     ap.add_argument("variant", nargs="?", help="source: the variant of the kernel source")
     ap.add_argument("--file", default="batched_small.cu", help="source: the file it replaces")
     ap.add_argument("--leaf", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--rhs", type=int, nargs="+", default=[0])
     ap.add_argument("--order", type=int, default=32, help="lanes: the padded order")
     ap.add_argument("--lanes", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--blocks", type=int, nargs="+", default=[0, 3, 4, 5])
@@ -215,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{dt.name} n={n:3d} " + " | ".join(line), flush=True)
     elif args.mode == "tiles":
         table, order = dict(bc._TILE_FROM), bc.tile_order
-        modes = {"register": (1 << 30, order), "tile": (1, order), "tile64": (1, lambda n: 64)}
+        modes = {"register": (1 << 30, order), "tile": (1, order), "tile64": (1, lambda n, *_: 64)}
         for dt in dtypes:
             for n in args.orders:
                 case = Case(cp, dt, n)
@@ -230,6 +236,32 @@ def main(argv: list[str] | None = None) -> None:
                     bc.tile_order = order
                     print(f"{dt.name} n={n:3d} {op:6s} ms " + " / ".join(
                         f"{m} {t:.4f}" for m, t in zip(modes, times, strict=True)), flush=True)
+    elif args.mode == "wide":
+        order = bc.tile_order
+        modes = {"policy": order, "64": lambda r, c=0, w=False: order(r, c, False),
+                 "128": lambda r, c=0, w=False: 128 if r > 64 else order(r, c, False)}
+        for dt in dtypes:
+            if args.leaf != ap.get_default("leaf"):
+                tc.set_leaf_size("batched_gpu", "trmm", dt, args.leaf[0])
+            for n in args.orders:
+                case = Case(cp, dt, n)
+                for rhs in args.rhs:
+                    if rhs:
+                        case.r = case.r[..., :rhs].copy()
+                        case.x = cp.empty_like(case.r)
+                    times, results = [], []
+                    for tile in modes.values():
+                        bc.tile_order = tile
+                        times.append(timed(queue, case, "trmm"))
+                        case.call("trmm")[0]()
+                        results.append(case.result("trmm"))
+                    bc.tile_order = order
+                    ref = float(cp.abs(results[0]).max())
+                    diff = max(float(cp.abs(r - results[0]).max()) for r in results) / ref
+                    print(f"{dt.name} n={n:3d} m={case.r.shape[-1]:3d} trmm ms on tiles of "
+                          + " / ".join(f"{m}: {t:.4f}" for m, t in zip(modes, times, strict=True))
+                          + f"  rel. diff {diff:.1e}", flush=True)
+            tc.set_leaf_size("batched_gpu", "trmm", dt, None)
     elif args.mode == "leaves":
         for dt in dtypes:
             for n in args.orders:

@@ -60,6 +60,9 @@ pytestmark = pytest.mark.gpu
 
 SMALL = (1, 3, 6, 12, 17, 31, 32)
 LARGE = (33, 64, 100, 200)
+#: Orders (and right-hand-side counts) whose float64 TRMM leaves of 256 run on the tensor-core
+#: tile kernel's tiles of 128 (sm_90), rows and columns of partial tiles included.
+WIDE = (128, 200, 250, 256)
 #: Device layouts: those of test_batched.stacked, and "gapped" (members not one stride apart).
 LAYOUTS = STACK_LAYOUTS + ("gapped",)
 
@@ -126,30 +129,43 @@ TRXM = {"trsm": (tc.batched.trsm, trsm_error), "trmm": (tc.batched.trmm, trmm_er
 
 
 @pytest.fixture
-def tile_trmm(request):
-    """For the "tile" sizes: TRMM leaves of up to 256 (the tile kernels, real dtypes) for the
-    duration of the test, whatever the default policy."""
+def tile_trmm(request, monkeypatch: pytest.MonkeyPatch):
+    """For the "tile" and "wide" sizes: TRMM leaves of up to 256 (the tile kernels, real
+    dtypes) for the duration of the test, whatever the default policy; yields the list of the
+    tile orders the launches took."""
+    import tricov.backends.batched_cuda as bc
+
     dtype = request.getfixturevalue("dtype")
-    if request.getfixturevalue("sizes") != "tile":
-        yield
+    orders: list[int] = []
+    if request.getfixturevalue("sizes") not in ("tile", "wide"):
+        yield orders
         return
     if np.dtype(dtype).kind == "c" or request.getfixturevalue("name") != "trmm":
         pytest.skip("the tile kernels take TRMM leaves of real dtypes")
+    order = bc.tile_order
+
+    def recorded(*args: Any) -> int:
+        orders.append(order(*args))
+        return orders[-1]
+
+    monkeypatch.setattr(bc, "tile_order", recorded)
     tc.set_leaf_size("batched_gpu", "trmm", dtype, 256)
-    yield
+    yield orders
     tc.set_leaf_size("batched_gpu", "trmm", dtype, None)
 
 
-@pytest.mark.parametrize("sizes", ["small", "large", "tile"])
+@pytest.mark.parametrize("sizes", ["small", "large", "tile", "wide"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(TRXM))
 def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) -> None:
     """All 16 variants, each at an order and a right-hand-side count cycling over the lists
-    ("tile": the large orders with TRMM leaves on the tile kernels)."""
+    ("tile": the large orders with TRMM leaves on the tile kernels; "wide": orders above 128,
+    on its tiles of 128)."""
     fn, error = TRXM[name]
-    orders = SMALL if sizes == "small" else LARGE
+    orders = {"small": SMALL, "wide": WIDE}.get(sizes, LARGE)
     for i, (side, uplo, trans, diag) in enumerate(VARIANTS):
-        n, nrhs = orders[i % len(orders)], (1, 5, 40)[i % 3]
+        rhs = WIDE[1:] if sizes == "wide" else (1, 5, 40)
+        n, nrhs = orders[i % len(orders)], rhs[i % 3]
         rng = make_rng("gpu-batched", name, sizes, str(dtype), i)
         la, lb = layouts(i + (7 if sizes == "large" else 0))
         alpha = alpha_of(i, dtype)
@@ -168,6 +184,11 @@ def test_trxm_variants(cp, tile_trmm, name: str, dtype: np.dtype, sizes: str) ->
             err = error(a[idx], b[idx], db.host.view[idx], side=side, uplo=uplo, trans=trans,
                         diag=diag, alpha=alpha)
             assert_small(err, dtype, n, f"{what} member {idx}")
+    if sizes == "wide":
+        from tricov.backends.batched_cuda import _tile_mma
+
+        wide = np.dtype(dtype) == np.float64 and _tile_mma(np.dtype(dtype))
+        assert (128 in tile_trmm) == wide, f"tile orders {sorted(set(tile_trmm))}"
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)

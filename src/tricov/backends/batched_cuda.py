@@ -13,7 +13,8 @@ receives describe *one* member: a view's ``ptr`` is ``slot << SLOT_BITS | offset
   read and write transposed, conjugated and reversed operands themselves);
 * larger TRMM, HERK and LAUUM leaves of real types (orders up to :func:`leaf_max`, where the
   leaf-size policy sends them), and those from the orders of ``_TILE_FROM`` up to 32: the tile
-  kernels of ``kernels/cuda/batched_tile.cu`` (tiles of 32 up to order 32, else of 64), one
+  kernels of ``kernels/cuda/batched_tile.cu`` (tiles of 32 up to order 32, else of 64, or
+  128 for large float64 TRMM: :func:`~tricov.kernels.tile_order`), one
   launch per leaf instead of a recursion down to order 32; products on the FP64 tensor cores
   (float32 elements widened).
 
@@ -41,6 +42,7 @@ from ..kernels import (
     batched_small,
     batched_tile,
     nvrtc,
+    tile_kernels,
     tile_order,
     tile_shared,
     tile_threads,
@@ -66,7 +68,7 @@ MAX_BLOCKS = 2**31 - 1
 TILE_MODES = {"trmm": 0, "herk": 1, "lauum": 2}
 #: Largest leaf of the tile kernels, by leaf-size name: TRMM and HERK take any order (tiles
 #: of 64), LAUUM one tile.
-_TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[-1], "syrk": 1 << 30}
+_TILE_MAX = {"trmm": 1 << 30, "lauum": TILE_ORDERS[1], "syrk": 1 << 30}
 #: Smallest order of a TRMM, HERK or LAUUM leaf of a real dtype that the tile kernels take below
 #: the register kernels' largest (tiles of 32 up to order 32); smaller orders run on the register
 #: kernels. Each is where the tile kernel became the faster one on an H100 (batch 10240, C order,
@@ -178,8 +180,10 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
                  for order in orders for op, code in OPS.items()]
         if dtype.kind == "f":
-            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, _tile_mma(dtype), order)
-                     for mode in range(3) for order in TILE_ORDERS]
+            mma = _tile_mma(dtype)
+            todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma, order)
+                     for mode, on_cores, order in tile_kernels(nvrtc.CTYPE[dtype])
+                     if on_cores == mma]
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -345,7 +349,8 @@ class BatchedCUDAExecutor(Executor):
         + beta o, ``x`` n x k. LAUUM: lower triangle of ``o`` <- o^T o (``x`` unused).
         Members already failed are skipped.
         """
-        order = tile_order(n)
+        mma = _tile_mma(self.dtype)
+        order = tile_order(n, m, mode == "trmm" and mma and self.dtype.itemsize == 8)
         if mode == "trmm":
             tiles = -(-m // order)
         elif mode == "herk":
@@ -353,7 +358,6 @@ class BatchedCUDAExecutor(Executor):
             tiles = t * (t + 1) // 2
         else:
             tiles = 1
-        mma = _tile_mma(self.dtype)
         kernel = nvrtc.kernel("batched_tile.cu", *batched_tile(
             self._ctype, TILE_MODES[mode], mma, order))
         xargs = self.operand(x, rev, rev)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
-           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
-           "block_order", "definitions", "instantiations", "leaf_shape", "leaf_smem",
-           "square_smem", "tile_groups", "tile_order", "tile_shared", "tile_threads"]
+           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small",
+           "batched_tile", "block_order", "definitions", "instantiations", "leaf_shape",
+           "leaf_smem", "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
+           "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -84,25 +85,52 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
 
 
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
-#: outputs of up to 32 rows, else 64.
-TILE_ORDERS = (32, 64)
+#: outputs of up to 32 rows, else 64, or 128 for float64 TRMM on the tensor cores
+#: (:func:`tile_order`).
+TILE_ORDERS = (32, 64, 128)
 
 
-def tile_order(rows: int) -> int:
-    """Order of the tiles of the tile kernel for an output of ``rows`` rows."""
-    return TILE_ORDERS[0] if rows <= TILE_ORDERS[0] else TILE_ORDERS[1]
+def tile_kernels(ctype: str) -> list[tuple[int, bool, int]]:
+    """(operation, tensor cores, order) of every tile kernel of ``batched_tile.cu`` for the real
+    scalar type ``ctype``: tiles of 32 and 64 for every operation (0 TRMM, 1 HERK, 2 LAUUM), by
+    FMAs and on the tensor cores, and tiles of 128 for float64 TRMM on the tensor cores."""
+    return [(mode, mma, order) for order in TILE_ORDERS for mode in range(3)
+            for mma in (False, True)
+            if order < 128 or (mode == 0 and mma and ctype == "double")]
+
+
+def tile_order(rows: int, cols: int = 0, wide: bool = False) -> int:
+    """Order of the tiles of a tile kernel for an output of ``rows`` x ``cols``: 32 up to 32
+    rows, else 64; with ``wide`` (a float64 TRMM on the tensor cores), 128 for outputs of at
+    least 128 x 128 that tiles of 128 pad no further than tiles of 64 do.
+
+    On one H100 (batch 10240, device time, ``benchmarks/gpu_batched_ab.py wide``, after the
+    kernel's one barrier per chunk), tiles of 128 against 64 took float64 TRMM of order 128
+    from 1.358 to 1.263 ms, 200 from 6.157 to 5.772 and 256 from 7.336 to 6.752 (square), but
+    100 from 0.961 to 1.052, 192 from 3.618 to 5.590, and order 256 with 32 columns from 1.812
+    to 3.264. Float32 TRMM, widened to float64 products, lost with them (before the one barrier:
+    1.034 -> 1.250 ms at order 128, 6.61 -> 6.99 at 256)."""
+    if rows <= TILE_ORDERS[0]:
+        return TILE_ORDERS[0]
+    if wide and min(rows, cols) >= 128 and all(-(-x // 128) * 2 == -(-x // 64)
+                                               for x in (rows, cols)):
+        return 128
+    return 64
 
 
 def tile_groups(order: int, mma: bool, mode: int, itemsize: int) -> int:
     """8-column groups of a warp's piece of a tile of a ``batched_tile.cu`` kernel (``WN``) for
     an operation (0 TRMM, 1 HERK, 2 LAUUM): 4 (a 32 x 32 piece: fewer shared-memory reads per
-    product, half the warps) for the tensor-core HERK and float32 TRMM with tiles of 64, else
-    2 (32 x 16; the FMA version's lanes own 4 x 4 elements of a 32 x 16 piece).
+    product, half the warps) for the tensor-core HERK and float32 TRMM with tiles of 64, 8 (32 x
+    64, eight warps) for tiles of 128, else 2 (32 x 16; the FMA version's lanes own 4 x 4
+    elements of a 32 x 16 piece).
 
     On one H100 (batch 10240, device time), 32 x 32 pieces took float64 SYRK 128 / 256 from
     1.527 / 7.942 to 1.432 / 7.538 ms and float32 TRMM 128 / 256 from 1.096 / 6.868 to
     1.011 / 6.509, but LAUUM 64 / 128 from 0.160 / 0.901 to 0.171 / 0.943 (float64) and
     float64 TRMM not at all."""
+    if order == 128:
+        return 8
     return 4 if mma and order == 64 and (mode == 1 or (mode == 0 and itemsize == 4)) else 2
 
 
@@ -113,10 +141,10 @@ def tile_threads(order: int, mma: bool, mode: int, itemsize: int) -> int:
 
 def tile_shared(order: int, itemsize: int) -> int:
     """Bytes of dynamic shared memory of a tile kernel of tiles of ``order`` and elements of
-    ``itemsize`` bytes (``Shape<T, TILE>::RING`` elements: a ring of 4 chunks for tiles of 64,
-    2 for tiles of 32, each 2 x 16 rows of ``order`` elements and 32 bytes); each kernel's
+    ``itemsize`` bytes (``Shape<T, TILE>::RING`` elements: a ring of 4 chunks for tiles of 64
+    and 128, 2 for tiles of 32, each 2 x 16 rows of ``order`` elements and 32 bytes); each kernel's
     definition asserts it."""
-    return (4 if order == 64 else 2) * 2 * 16 * (order * itemsize + 32)
+    return (2 if order == 32 else 4) * 2 * 16 * (order * itemsize + 32)
 
 
 def batched_tile(ctype: str, mode: int, mma: bool, order: int) -> tuple[str, str]:
@@ -142,8 +170,7 @@ def definitions(source: str) -> dict[str, list[str]]:
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
-        return {t: [batched_tile(t, mode, mma, order)[1] for order in TILE_ORDERS
-                    for mode in range(3) for mma in (False, True)]
+        return {t: [batched_tile(t, mode, mma, order)[1] for mode, mma, order in tile_kernels(t)]
                 for t in ("float", "double")}
     if source != "batched_small.cu":
         return {}

@@ -8,7 +8,8 @@
 // for the tensor-core HERK and float32 TRMM, see WN below)
 // computes 64 x 64 tiles of the output of one member (or, for orders up to 32, where the
 // register kernels' shuffles cost more than the data they move, one block of 64 threads
-// 32 x 32 tiles: TILE below),
+// 32 x 32 tiles; for float64 TRMM of outputs of at least 128 x 128 on the tensor cores, one
+// block of 256 threads 128 x 128 tiles: TILE below, kernels/__init__.py's tile_order),
 //
 //   TRMM   B <- alpha L B        L lower n x n (unit or not), B n x m: a block owns TILE
 //                                columns of B and computes their row tiles from the last up
@@ -60,21 +61,20 @@ enum Mask { ALL = 0, LOWER = 1, LOWER_UNIT = 2, UPPER = 3 };
 
 constexpr int KC = 16;  // k per chunk
 
-// The shape of the kernels of elements T whose output tiles are TILE x TILE (64, or 32 for
-// orders up to 32): a warp per 32 x 8 WN piece of the tile (WN from tile_groups), a ring of
-// STAGES chunks, STAGES - 1
-// in flight (4 for tiles of 64; 2 for tiles of 32, whose k is mostly 32: both chunks at
-// once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
+// The shape of the kernels of elements T whose output tiles are TILE x TILE (64, 32 for
+// orders up to 32, or 128): a warp per 32 x 8 WN piece of the tile (WN from tile_groups), a
+// ring of STAGES chunks, STAGES - 1 in flight (4 for tiles of 64 and 128; 2 for tiles of 32,
+// whose k is mostly 32: both chunks at once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
 // bytes) more than TILE: consecutive rows k start 8 banks apart, so the elements that one
 // phase of a tensor-core fragment load reads (rows k .. k + 3, 4 consecutive r of double or 8
 // of float) fall in 32 different banks. (Rows of 16 words more, as before, put the fragments'
 // rows k and k + 2 in the same banks: on an H100,
 // float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
 template <typename T, int TILE, int WN> struct Shape {
-    static_assert(TILE == 32 || TILE == 64, "tiles of 32 or 64");
+    static_assert(TILE == 32 || TILE == 64 || TILE == 128, "tiles of 32, 64 or 128");
     static constexpr int THREADS = TILE * TILE / (8 * WN);
     static constexpr int LDS = TILE + 32 / (int)sizeof(T);
-    static constexpr int STAGES = TILE == 64 ? 4 : 2;
+    static constexpr int STAGES = TILE == 32 ? 2 : 4;
     // Elements of the ring (dynamic shared memory: RING * sizeof(T) bytes from the launch),
     // which also holds HERK's staged C tile.
     static constexpr int RING = STAGES * 2 * KC * LDS;
@@ -449,16 +449,25 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
         copies_sent();
     };
     for (int s = 0; s < STAGES - 1; ++s) issue();
+    // One barrier per chunk where the ring has more than two buffers: past it, chunk c is
+    // everyone's and every warp is done with chunk c - 1, whose buffer the next issue then
+    // refills. (On one H100, batch 10240, device time: float64 TRMM of order 256 on tiles of
+    // 128 went from 7.08 to 6.75 ms with one barrier instead of two; the other tile kernels
+    // moved by at most 3% either way.) A ring of two issues chunk c + 1 before chunk c is
+    // waited for, and takes a second barrier after the products (with one barrier, float64
+    // TRMM of order 20 went from 0.037 to 0.045 ms).
+    constexpr bool two = STAGES == 2;
     for (int c = 0;; ++c) {
-        issue();
-        copies_done<STAGES - 1>();  // chunk c has landed
+        if (two) issue();
+        copies_done<two ? 1 : STAGES - 2>();  // chunk c has landed
         __syncthreads();
+        if (!two) issue();
         // A warp skips a chunk whose products with its piece are all zero (outside the
         // triangles: TRMM's L(i, k) for k > i, LAUUM's L(k, i) L(k, j) for k < max(i, j)).
         const bool zero = MODE == TRMM ? k0 > I * TILE + wr + 31
                         : MODE == LAUUM && k0 + KC <= max(wr, wc);
         if (kn > 0 && !zero) acc.chunk(xbuf(c) + lane.x, ybuf(c) + lane.y);
-        __syncthreads();  // before the next iteration refills this buffer
+        if (two) __syncthreads();  // before the next iteration refills this buffer
         if (k0 + KC >= kend(I)) {  // row tile I is complete
             const int i0 = I * TILE;
             auto kept = [&](int i, int j) { return i < n && j < cols && !(lower_only && j > i); };
@@ -468,6 +477,7 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
             // the float HERK kernel.)
             const T* c = ring;
             if (read_c) {
+                __syncthreads();  // every warp is done with the ring's chunks
                 const bool by_row = o.rs == 1 || o.rs == -1;
 #pragma unroll 4
                 for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
@@ -502,11 +512,13 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
 }
 
 // Blocks per multiprocessor the kernel is compiled for (registers at most 65536 / (THREADS x
-// that)). Tiles of 64: 3, as many as the shared memory of float64 holds, except for float64
+// that)). Tiles of 128 (TRMM on the tensor cores): 1. Tiles of 64: 3, as many as the shared memory of float64 holds, except for float64
 // HERK, which takes 2 (at 3 its registers would spill). Tiles of 32: 10 for float64, 12 for
 // float32 (8 were slower).
 __host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
-    return tile == 32 ? (itemsize == 8 ? 10 : 12) : itemsize == 8 && mode == HERK ? 2 : 3;
+    return tile == 128 ? 1
+         : tile == 32  ? (itemsize == 8 ? 10 : 12)
+                       : itemsize == 8 && mode == HERK ? 2 : 3;
 }
 
 }  // namespace tile
