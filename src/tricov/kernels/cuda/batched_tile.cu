@@ -179,8 +179,18 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 // loops over a thread-dependent range that branched per element over a run-time mask and
 // computed each address from scratch took float64 TRMM of order 128 to 1.03 G instructions
 // on an H100 (Nsight Compute: the ALU pipe 53% busy, the tensor pipe 27%).
-template <typename T, int TILE, int WN, int MASK>
-__device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols) {
+//
+// INSIDE: the chunk lies wholly inside the operand and its referenced part, away from a unit
+// diagonal (stage() tests that once per chunk), so no element is tested. Nsight Compute had
+// found the tensor-core TRMM on tiles of 128 latency-bound (one instruction issued every 3.8
+// cycles per scheduler, a third of the stalls on fixed-latency dependencies); untested copies
+// took it from 6.76 to 6.61 ms at order 256 (float64, batch 10240, one H100, A/B in one run by
+// benchmarks/gpu_batched_ab.py source), float32 TRMM 128 / 256 from 1.035 / 6.61 to 0.964 /
+// 6.31 ms and LAUUM 256 from 3.58 to 3.42; no kernel lost more than 2% (float64 TRMM on tiles
+// of 64 now spills 60 bytes, at the same time within 1%).
+template <typename T, int TILE, int WN, int MASK, bool INSIDE>
+__device__ __forceinline__ void stage_chunk(T* s, const View<T>& v, int r0, int rows, int k0,
+                                            int cols) {
     constexpr int THREADS = Shape<T, TILE, WN>::THREADS, LDS = Shape<T, TILE, WN>::LDS;
     static_assert(THREADS % TILE == 0 && TILE * KC % (2 * THREADS) == 0, "whole steps");
     const int tid = threadIdx.x;
@@ -190,13 +200,14 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
     const int rr = rows - r0, kr = cols - k0, dk = k0 - r0;
     auto in = [&](int r, int kk) {
         const int d = kk + dk - r;
-        return r < rr && kk < kr &&
-               (MASK == ALL || (MASK == UPPER ? d >= 0 : MASK == LOWER ? d <= 0 : d < 0));
+        return INSIDE || (r < rr && kk < kr &&
+                          (MASK == ALL || (MASK == UPPER ? d >= 0 : MASK == LOWER ? d <= 0
+                                                                                  : d < 0)));
     };
     // One element from src; a unit diagonal element is written as 1 (no copy).
     auto one = [&](int r, int kk, const T* src) {
         T* dst = s + kk * LDS + r;
-        if (MASK == LOWER_UNIT && kk + dk == r && r < rr && kk < kr) {
+        if (MASK == LOWER_UNIT && !INSIDE && kk + dk == r && r < rr && kk < kr) {
             *dst = T(1);
         } else {
             const bool ok = in(r, kk);
@@ -213,7 +224,7 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
             const int kk = kk0 + t * STEP;
             const bool in0 = in(r, kk);
             if (in0 == in(r + 1, kk) &&
-                !(MASK == LOWER_UNIT && (kk + dk == r || kk + dk == r + 1))) {
+                !(MASK == LOWER_UNIT && !INSIDE && (kk + dk == r || kk + dk == r + 1))) {
                 copy_async_pair(s + kk * LDS + r, in0 ? src : v.p, in0);
             } else {
                 one(r, kk, src);
@@ -242,6 +253,18 @@ __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, 
 #pragma unroll
         for (int q = 0; q < KC / 4; ++q, src += kstep) one(r1 + p * ROWS, kk1 + 4 * q, src);
     }
+}
+
+template <typename T, int TILE, int WN, int MASK>
+__device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols) {
+    const int dk = k0 - r0;
+    const bool inside = rows - r0 >= TILE && cols - k0 >= KC &&
+                        (MASK == ALL || (MASK == UPPER ? dk >= TILE - 1
+                                         : MASK == LOWER ? dk + KC - 1 <= 0 : dk + KC - 1 < 0));
+    if (inside)
+        stage_chunk<T, TILE, WN, MASK, true>(s, v, r0, rows, k0, cols);
+    else
+        stage_chunk<T, TILE, WN, MASK, false>(s, v, r0, rows, k0, cols);
 }
 
 // ----------------------------------------------------------------------- warp products
