@@ -25,10 +25,11 @@ length (a list).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,6 +93,8 @@ class Operand:
     arrays: list[Any] = field(default_factory=list)
     #: Per member of a list: its in-place view (None: empty, or strides that need a copy).
     views: list[Mat | None] = field(default_factory=list)
+    #: A stack's address (of element (0, ..., 0)).
+    at: int = 0
     _copies: list[tuple[Any, Any]] = field(default_factory=list)
 
     def shape_of(self, k: int) -> tuple[int, int]:
@@ -112,12 +115,12 @@ def _as_operand(name: str, x: Any, written: bool) -> Operand:
     if arr.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (..., rows, cols), got shape "
                          f"{tuple(arr.shape)}")
-    return Operand(name, x, written, False, [arr])
+    return Operand(name, x, written, False, [arr], at=_address(arr))
 
 
 def _device_of(arr: Any) -> int | None:
     """The CUDA device of a CuPy array, None for a NumPy array."""
-    return int(arr.device.id) if _is_cupy(arr) else None
+    return int(arr.data.device_id) if _is_cupy(arr) else None
 
 
 def _address(arr: Any) -> int:
@@ -125,17 +128,48 @@ def _address(arr: Any) -> int:
     return arr.data.ptr if _is_cupy(arr) else arr.__array_interface__["data"][0]
 
 
-def _interval(arr: Any, view: Mat | None) -> tuple[int, int]:
-    """The bytes ``[lo, hi)`` that hold the elements of ``arr`` (``view``: its in-place view)."""
-    if view is not None:
-        return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
-    lo = hi = _address(arr)
-    for extent, stride in zip(arr.shape, arr.strides, strict=True):
-        if stride < 0:
-            lo += (extent - 1) * stride
-        else:
-            hi += (extent - 1) * stride
-    return lo, hi + arr.itemsize
+def _interval(op: Operand, k: int) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` that hold the elements of member ``k`` of a list, or of a
+    stack."""
+    if op.is_list:
+        view = op.views[k]
+        if view is not None:
+            return view.ptr, view.ptr + ((view.mcols - 1) * view.ld + view.mrows) * view.itemsize
+        arr, at = op.arrays[k], _address(op.arrays[k])
+    else:
+        arr, at = op.arrays[0], op.at
+    layout = _stack_layout(0, arr.shape, arr.strides, arr.itemsize)
+    return at + layout.lo, at + layout.hi
+
+
+class _Layout(NamedTuple):
+    """What a stack's shape and strides say about its members (:func:`_stack_layout`)."""
+
+    #: The in-place logical view of a member (``ptr``: the slot, offset 0); None where the
+    #: strides need a copy.
+    view: Mat | None
+    #: Byte stride from one member to the next (C order) where one stride serves, else None.
+    step: int | None
+    #: The bytes that hold the elements: ``[address + lo, address + hi)``.
+    lo: int
+    hi: int
+
+
+@functools.lru_cache(maxsize=512)
+def _stack_layout(slot: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                  itemsize: int) -> _Layout:
+    """The :class:`_Layout` of operand ``slot``, a stack of this shape, byte strides and item
+    size (calls on like stacks, the usual case, look it up instead of working it out)."""
+    rows, cols = shape[-2:]
+    if rows == 0 or cols == 0:
+        view = Mat(slot << SLOT_BITS, rows, cols, max(1, rows), 0, itemsize)
+    else:
+        view = view_from(0, (rows, cols), strides[-2:], itemsize)
+        if view is not None:
+            view = view._replace(ptr=slot << SLOT_BITS)
+    lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True))
+    hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides, strict=True)) + itemsize
+    return _Layout(view, _member_stride(shape[:-2], strides[:-2]), lo, hi)
 
 
 def _check_overlaps(ops: list[Operand]) -> None:
@@ -144,7 +178,7 @@ def _check_overlaps(ops: list[Operand]) -> None:
     for op in ops:
         for k, arr in enumerate(op.arrays):
             if arr.size:
-                lo, hi = _interval(arr, op.views[k] if op.is_list else None)
+                lo, hi = _interval(op, k)
                 spans.append((lo, hi, op, k))
     spans.sort(key=lambda t: t[0])
     active: list[tuple[int, int, Operand, int]] = []
@@ -293,37 +327,35 @@ class Batch:
 
     def _stack_groups(self) -> list[Group]:
         views = []
-        layouts: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        layouts: list[tuple[int, tuple[int, ...], tuple[int, ...], int | None]] = []
         xp = self.xp
         for slot, op in enumerate(self.ops):
             arr = op.arrays[0]
-            rows, cols = arr.shape[-2:]
-            if rows == 0 or cols == 0:
-                views.append(Mat(slot << SLOT_BITS, rows, cols, max(1, rows), 0, arr.itemsize))
-                layouts.append((0, (), ()))
-                continue
-            view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
-            if view is None:
+            at = op.at
+            layout = _stack_layout(slot, arr.shape, arr.strides, arr.itemsize)
+            if layout.view is None:
                 work = xp.ascontiguousarray(arr)
                 op._copies.append((arr, work))
-                arr = work
-                view = view_from(0, arr.shape[-2:], arr.strides[-2:], arr.itemsize)
-            views.append(Mat(slot << SLOT_BITS, view.mrows, view.mcols, view.ld, view.op,
-                             view.itemsize))
-            layouts.append((_address(arr), tuple(arr.shape[:-2]), tuple(arr.strides[:-2])))
-        if self.device is not None:
-            steps = [_member_stride(shape, strides) for _, shape, strides in layouts]
-            if all(s is not None for s in steps):
-                affine = tuple((base, s) for (base, _, _), s in zip(layouts, steps, strict=True))
-                return [Group(tuple(views), None, None, affine, self.count)]
-        # Member addresses where no one stride serves: a Numba loop for host stacks; for device
-        # stacks, CuPy array arithmetic on the device (no copy from the host, safe while a CUDA
-        # graph is captured).
+                arr, at = work, _address(work)
+                layout = _stack_layout(slot, arr.shape, arr.strides, arr.itemsize)
+            views.append(layout.view)
+            layouts.append((at, arr.shape[:-2], arr.strides[:-2], layout.step))
+        if self.device is not None and all(step is not None for *_, step in layouts):
+            affine = tuple((base, step) for base, _, _, step in layouts)
+            return [Group(tuple(views), None, None, affine, self.count)]
+        # Member addresses where no one stride serves (and for host stacks, which the CPU
+        # engine reads by address): NumPy arithmetic or a Numba loop for host stacks; for
+        # device stacks, CuPy array arithmetic on the device (no copy from the host, safe while
+        # a CUDA graph is captured).
         ptrs = xp.empty((len(self.ops), self.count), np.int64)
-        for slot, (base, shape, strides) in enumerate(layouts):
+        for slot, (base, shape, strides, step) in enumerate(layouts):
             if self.device is None:
-                stack_addresses(ptrs[slot], base, np.array(shape, np.int64),
-                                np.array(strides, np.int64))
+                if step is not None:
+                    np.multiply(np.arange(self.count, dtype=np.int64), step, out=ptrs[slot])
+                    ptrs[slot] += base
+                else:
+                    stack_addresses(ptrs[slot], base, np.array(shape, np.int64),
+                                    np.array(strides, np.int64))
                 continue
             row = ptrs[slot].reshape(self.shape)
             row[...] = base
