@@ -10,6 +10,7 @@ into a column-major buffer and, for outputs, copied back on exit, also when the 
 from __future__ import annotations
 
 import ctypes
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -116,15 +117,22 @@ def _overlap(x: Any, y: Any) -> bool:
         return True
 
 
-def executor_for(array: Any, dtype: np.dtype) -> Executor:
-    """The executor of the array's device, for one dtype."""
-    if _is_cupy(array):
+@functools.cache
+def _executor_class(gpu: bool) -> type[Executor]:
+    # Imported on first use (the GPU one needs CuPy), then kept: an import statement in the
+    # function would resolve the package on every call.
+    if gpu:
         from .backends.cuda import CUDAExecutor
 
-        return CUDAExecutor(dtype)
+        return CUDAExecutor
     from .backends.cpu import CPUExecutor
 
-    return CPUExecutor(dtype)
+    return CPUExecutor
+
+
+def executor_for(array: Any, dtype: np.dtype) -> Executor:
+    """The executor of the array's device, for one dtype."""
+    return _executor_class(_is_cupy(array))(dtype)
 
 
 class Operands:

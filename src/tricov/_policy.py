@@ -3,8 +3,9 @@
 A leaf size is a setting per (backend, operation, dtype). Defaults were measured on the machines
 named in ``benchmarks/``; ``tricov tune`` measures the best ones on the current machine and stores
 them in the user's cache directory (``$TRICOV_CACHE_DIR``, else ``$XDG_CACHE_HOME/tricov``, else
-``~/.cache/tricov``), where later runs find them. :func:`set_leaf_size` overrides one for the
-running process.
+``~/.cache/tricov``), where later runs find them (a process reads them once, at its first
+call, and again after storing new ones). :func:`set_leaf_size` overrides one for the running
+process.
 """
 
 from __future__ import annotations
@@ -111,8 +112,9 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
 
 _lock = threading.Lock()
 _overrides: dict[tuple[str, str], LeafSizes] = {}
+#: The tuned table, read from the cache directory on first use in the process (and again after
+#: :func:`store_tuned`); None until then.
 _tuned: dict[tuple[str, str], LeafSizes] | None = None
-_tuned_env: tuple[str | None, str | None] | None = None  # the settings _tuned was read under
 
 
 def cache_dir() -> Path:
@@ -129,10 +131,8 @@ def _tuned_file() -> Path:
 
 
 def _load_tuned() -> dict[tuple[str, str], LeafSizes]:
-    global _tuned, _tuned_env
-    env = (os.environ.get("TRICOV_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"))
-    if _tuned is None or _tuned_env != env:
-        _tuned_env = env
+    global _tuned
+    if _tuned is None:
         table: dict[tuple[str, str], LeafSizes] = {}
         try:
             raw = json.loads(_tuned_file().read_text())
@@ -159,11 +159,14 @@ def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
     override = _overrides.get(key)
     if override is not None:
         return override
-    with _lock:
-        tuned = _load_tuned()
+    tuned = _tuned  # read once per process: a lookup on every call of every operation
+    if tuned is None:
+        with _lock:
+            tuned = _load_tuned()
     if key in tuned:
         return tuned[key]
-    return _DEFAULTS.get(backend, {}).get(key[1], LeafSizes())
+    sizes = _DEFAULTS.get(backend, {}).get(key[1])
+    return sizes if sizes is not None else LeafSizes()
 
 
 def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> None:

@@ -102,11 +102,12 @@ class Mat(NamedTuple):
         return self.block(0, k, 0, self.cols), self.block(k, self.rows, 0, self.cols)
 
 
-def _interface(arr: Any) -> tuple[int, tuple[int, ...], tuple[int, ...] | None]:
-    iface = getattr(arr, "__cuda_array_interface__", None)
-    if iface is None:
-        iface = arr.__array_interface__
-    return iface["data"][0], tuple(iface["shape"]), iface.get("strides")
+def _interface(arr: Any) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """Address of element (0, 0), shape and byte strides of a NumPy or CuPy array (read
+    directly: CuPy's ``__cuda_array_interface__`` builds a dictionary on every access)."""
+    if isinstance(arr, np.ndarray):
+        return arr.__array_interface__["data"][0], arr.shape, arr.strides
+    return arr.data.ptr, arr.shape, arr.strides
 
 
 def view_of(arr: Any) -> Mat | None:

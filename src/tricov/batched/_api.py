@@ -20,6 +20,7 @@ array on the members' device, as the results are: the call does not wait at all.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -51,12 +52,17 @@ class Engine(Protocol):
     def posv(self, a: Mat, b: Mat) -> Any: ...
 
 
+@functools.cache
+def _cuda_engine() -> type:
+    from ._cuda import CUDAEngine  # needs CuPy: imported on first use, then kept
+
+    return CUDAEngine
+
+
 def _engine(batch: Batch, group: Group) -> Engine:
     """The engine of the members' device: NumPy members on the CPU, CuPy members on their GPU."""
     if batch.device is not None:
-        from ._cuda import CUDAEngine
-
-        return CUDAEngine(batch.dtype, group)
+        return _cuda_engine()(batch.dtype, group)
     return CPUEngine(batch.dtype, group)
 
 

@@ -187,7 +187,7 @@ template <int PENDING> __device__ __forceinline__ void copies_done() {
 // took it from 6.76 to 6.61 ms at order 256 (float64, batch 10240, one H100, A/B in one run by
 // benchmarks/gpu_batched_ab.py source), float32 TRMM 128 / 256 from 1.035 / 6.61 to 0.964 /
 // 6.31 ms and LAUUM 256 from 3.58 to 3.42; no kernel lost more than 2% (float64 TRMM on tiles
-// of 64 now spills 60 bytes, at the same time within 1%).
+// of 64, which took them at the same time within 1% but spilled, goes without: see run()).
 template <typename T, int TILE, int WN, int MASK, bool INSIDE>
 __device__ __forceinline__ void stage_chunk(T* s, const View<T>& v, int r0, int rows, int k0,
                                             int cols) {
@@ -255,16 +255,20 @@ __device__ __forceinline__ void stage_chunk(T* s, const View<T>& v, int r0, int 
     }
 }
 
-template <typename T, int TILE, int WN, int MASK>
+// UNTESTED: whether chunks inside take the copies without tests (a second copy of the code).
+template <typename T, int TILE, int WN, int MASK, bool UNTESTED>
 __device__ __forceinline__ void stage(T* s, const View<T>& v, int r0, int rows, int k0, int cols) {
     const int dk = k0 - r0;
     const bool inside = rows - r0 >= TILE && cols - k0 >= KC &&
                         (MASK == ALL || (MASK == UPPER ? dk >= TILE - 1
                                          : MASK == LOWER ? dk + KC - 1 <= 0 : dk + KC - 1 < 0));
-    if (inside)
-        stage_chunk<T, TILE, WN, MASK, true>(s, v, r0, rows, k0, cols);
-    else
-        stage_chunk<T, TILE, WN, MASK, false>(s, v, r0, rows, k0, cols);
+    if constexpr (UNTESTED) {
+        if (inside) {
+            stage_chunk<T, TILE, WN, MASK, true>(s, v, r0, rows, k0, cols);
+            return;
+        }
+    }
+    stage_chunk<T, TILE, WN, MASK, false>(s, v, r0, rows, k0, cols);
 }
 
 // ----------------------------------------------------------------------- warp products
@@ -436,16 +440,20 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     auto xbuf = [&](int c) { return ring + (c % STAGES) * 2 * KC * LDS; };
     auto ybuf = [&](int c) { return same ? xbuf(c) : xbuf(c) + KC * LDS; };
     // Issue the copies of chunk c: (I, k0) of the stream.
+    // Untested copies of inside chunks everywhere but in float64 TRMM on tiles of 64, whose
+    // registers (at most 80, for 3 blocks per multiprocessor) would spill with both forms of
+    // the copies, and which gained nothing from them.
+    constexpr bool untested = !(MODE == TRMM && TILE == 64 && sizeof(T) == 8);
     auto put = [&](int c, int I, int k0) {
         if (MODE == LAUUM)
-            stage<T, TILE, WN, UPPER>(xbuf(c), x, 0, n, k0, kn);
+            stage<T, TILE, WN, UPPER, untested>(xbuf(c), x, 0, n, k0, kn);
         else if (MODE == HERK)
-            stage<T, TILE, WN, ALL>(xbuf(c), x, I * TILE, n, k0, kn);
+            stage<T, TILE, WN, ALL, untested>(xbuf(c), x, I * TILE, n, k0, kn);
         else if (unit)
-            stage<T, TILE, WN, LOWER_UNIT>(xbuf(c), x, I * TILE, n, k0, kn);
+            stage<T, TILE, WN, LOWER_UNIT, untested>(xbuf(c), x, I * TILE, n, k0, kn);
         else
-            stage<T, TILE, WN, LOWER>(xbuf(c), x, I * TILE, n, k0, kn);
-        if (!same) stage<T, TILE, WN, ALL>(ybuf(c), y, j0, cols, k0, kn);
+            stage<T, TILE, WN, LOWER, untested>(xbuf(c), x, I * TILE, n, k0, kn);
+        if (!same) stage<T, TILE, WN, ALL, untested>(ybuf(c), y, j0, cols, k0, kn);
     };
 
     const int warp = threadIdx.x >> 5;
