@@ -135,22 +135,24 @@ def test_inverted_blocks_flagged_by_condition(cp, cuda, dt):
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("lower,trans", [(True, "N"), (False, "N"), (True, "T"), (False, "C")])
 @pytest.mark.parametrize("order", "FC")
-def test_assembled_leaf_inverses(cp, cuda, dt, lower, trans, order):
-    """Leaves of 256 rows get inverses assembled from those of the kernel's blocks, for the
-    whole leaves only: the inverse of the diagonal block of op(T) where it passes the
-    condition test, else the identity with its flag cleared. Leaf 0 is ill-conditioned only
-    through the coupling of its well-conditioned halves, leaf 1 through an ill-conditioned
-    half, leaf 2 is well conditioned; 100 rows remain."""
+@pytest.mark.parametrize("leaf", [256, 512])
+def test_assembled_leaf_inverses(cp, cuda, dt, lower, trans, order, leaf):
+    """Leaves of 256 or 512 rows get inverses assembled from those of the kernel's blocks, for
+    the whole leaves only: the inverse of the diagonal block of op(T) where it passes the
+    condition test (tri_cond, several blocks of threads per leaf), else the identity with its
+    flag cleared. Leaf 0 is ill-conditioned only through the coupling of its first two
+    well-conditioned blocks of 128, leaf 1 through an ill-conditioned block of 128, leaf 2 is
+    well conditioned; 100 rows remain."""
     from tricov import _options as opt
     from tricov._views import view_of
 
-    rng = make_rng("assembled", np.dtype(dt).name, lower, trans, order)
-    leaf, m = 256, 3 * 256 + 100
+    rng = make_rng("assembled", np.dtype(dt).name, lower, trans, order, leaf)
+    m = 3 * leaf + 100
     logical = random_triangular(rng, m, dt, uplo="L" if lower else "U")
     coupling = (slice(128, 256), slice(0, 128)) if lower else (slice(0, 128), slice(128, 256))
     logical[coupling] *= 1e5
     half = _ill_block(rng, 128, dt, 1e9)
-    logical[256:384, 256:384] = half if lower else half.T
+    logical[leaf:leaf + 128, leaf:leaf + 128] = half if lower else half.T
     stored = {"N": logical, "T": logical.T, "C": logical.conj().T}[trans]
     op = opt.parse_trans(trans, complex_=np.dtype(dt).kind == "c")
     A = cp.asarray(np.asarray(stored, order=order))
@@ -164,7 +166,8 @@ def test_assembled_leaf_inverses(cp, cuda, dt, lower, trans, order):
     eye = np.eye(leaf)
     np.testing.assert_array_equal(got[0], eye)
     np.testing.assert_array_equal(got[1], eye)
-    block = (np.tril if lower else np.triu)(logical[512:768, 512:768]).astype(reference_dtype(dt))
+    block = (np.tril if lower else np.triu)(logical[2 * leaf:, 2 * leaf:][:leaf, :leaf])
+    block = block.astype(reference_dtype(dt))
     err = np.linalg.norm(got[2] @ block - eye, np.inf) / (
         np.linalg.norm(got[2], np.inf) * np.linalg.norm(block, np.inf))
     assert err < tolerance(dt, leaf), err

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import THREADS, block_order, leaf_shape, leaf_smem, nvrtc, square_smem
+from ..kernels import THREADS, block_order, cond_split, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
 from . import staged
 from .base import Executor
@@ -239,10 +239,11 @@ class CUDAExecutor(Executor):
                                               leaves, leaf_flags)
             self._keep += [leaves, leaf_flags]
             order *= 2
-        self._launch(f"tricov::tri_cond<{self._ctype}>", complete, (
+        split = cond_split(block)
+        self._launch(f"tricov::tri_cond<{self._ctype}>", complete * split, (
             np.int32(block), np.uint64(a.ptr), np.int64(a.ld), np.int32(op), np.int32(lower),
             np.int32(unit), np.uint64(leaves.data.ptr), np.uint64(leaf_flags.data.ptr),
-            real(self.inverse_cond)), block * np.dtype(real).itemsize)
+            real(self.inverse_cond), np.int32(split)), block * np.dtype(real).itemsize)
         inv.leaf, inv.leaves, inv.leaf_flags, inv.complete = block, leaves, leaf_flags, complete
 
     def _double(self, a: Mat, lower: bool, order: int, count: int, blocks: Any,

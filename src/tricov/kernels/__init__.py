@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
-           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small",
-           "batched_tile", "block_order", "definitions", "instantiations", "leaf_shape",
-           "leaf_smem", "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
+           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
+           "block_order", "cond_split", "definitions", "instantiations", "leaf_shape", "leaf_smem",
+           "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
            "tile_threads"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
@@ -230,6 +230,12 @@ def square_smem(itemsize: int) -> int:
     return (sb * (sb + 1) + sb) * itemsize + sb * 8  # the square, a column, row sums
 
 
+def cond_split(order: int) -> int:
+    """Blocks of threads that share one diagonal block of ``order`` rows in ``tri_cond``: one per
+    slice of 64 rows (a row for every 4 of the :data:`THREADS` threads)."""
+    return order // min(order, 64)
+
+
 def instantiations(source: str) -> dict[str, list[str]]:
     """Explicit-instantiation declarations of what the executors launch from ``source``.
 
@@ -292,7 +298,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
                 decls.append(f"__global__ void tricov::tri_inv<{t}, {sb}, {inplace}>(int, int, "
                              f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")
             decls.append(f"__global__ void tricov::tri_cond<{t}>(int, const {t}*, long long, "
-                         f"int, int, int, {t}*, int*, {real})")
+                         f"int, int, int, {t}*, int*, {real}, int)")
             decls.append(f"__global__ void tricov::potrf_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
