@@ -32,3 +32,56 @@ def test_compiles_for_sm90(source, ctype, tmp_path):
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "spill" not in result.stderr, result.stderr[-4000:]
+
+
+def test_cond_split_slices_fit_the_block():
+    """tri_cond and its slices: every slice of a leaf's rows is a whole number of groups of 4
+    rows and divides the block's threads (a row per THREADS split / order threads)."""
+    from tricov.kernels import THREADS, cond_split
+
+    for order in (256, 512, 1024, 2048):
+        rows = order // cond_split(order)
+        assert rows * cond_split(order) == order
+        assert THREADS % rows == 0 and rows % 4 == 0, order
+
+
+def test_wide_tiles_pad_no_further():
+    """Tiles of 128 (float64 TRMM on the tensor cores) only where they pad an output of at least
+    128 x 128 no further than tiles of 64; never without ``wide``."""
+    from tricov.kernels import tile_order
+
+    def padded(x, t):
+        return -(-x // t) * t
+
+    for rows in range(1, 400, 7):
+        for cols in (1, 32, 100, 128, 130, 192, 200, 256, 300):
+            assert tile_order(rows, cols, False) == (32 if rows <= 32 else 64)
+            order = tile_order(rows, cols, True)
+            if order == 128:
+                assert min(rows, cols) >= 128
+                assert padded(rows, 128) == padded(rows, 64)
+                assert padded(cols, 128) == padded(cols, 64)
+            else:
+                assert order == (32 if rows <= 32 else 64)
+    assert tile_order(256, 256, True) == tile_order(200, 200, True) == 128
+
+
+def test_launch_parameters_pack_into_their_slots():
+    """nvrtc.launch's reused host buffer: each parameter lands in its 16-byte slot, and the
+    driver's array holds the slots' addresses (refilled in place, call after call)."""
+    import ctypes
+    import struct
+
+    codes = "qiDQdf"
+    layout, host, slots, array = nvrtc._parameters(codes)
+    assert slots == ctypes.addressof(array)
+    assert [a - ctypes.addressof(host) for a in array] == [16 * i for i in range(len(codes))]
+    for scale in (1, -3):
+        values = (5 * scale, 7 * scale, 1.5 * scale, -2.5 * scale, 123456789, 3.25 * scale,
+                  0.5 * scale)
+        layout.pack_into(host, 0, *values)
+        got = [struct.unpack_from("<q", host, 0)[0], struct.unpack_from("<i", host, 16)[0],
+               *struct.unpack_from("<2d", host, 32), struct.unpack_from("<Q", host, 48)[0],
+               struct.unpack_from("<d", host, 64)[0], struct.unpack_from("<f", host, 80)[0]]
+        assert got == list(values)
+    assert nvrtc._parameters(codes)[1] is host  # one buffer per thread and layout
