@@ -104,7 +104,7 @@ _SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17,
 def split_small(dtype: np.dtype, op: str, n: int) -> bool:
     """Whether ``op`` (``"poti"`` or ``"posv"``) of order ``n`` (at most :func:`small_max`)
     runs as two register kernels instead of its fused one (see ``_SPLIT_FROM``)."""
-    return n >= _SPLIT_FROM.get((np.dtype(dtype).name, op), n + 1)
+    return n >= _SPLIT_FROM.get((_name(dtype), op), n + 1)
 
 
 @functools.cache
@@ -124,8 +124,15 @@ def _tile_mma(dtype: np.dtype) -> bool:
     :attr:`BatchedCUDAExecutor.mma` is off."""
     import cupy
 
-    return (BatchedCUDAExecutor.mma and np.dtype(dtype).name in _MMA_DTYPES
+    return (BatchedCUDAExecutor.mma and _name(dtype) in _MMA_DTYPES
             and _dmma_on(cupy.cuda.Device().id))
+
+
+@functools.lru_cache(maxsize=16)
+def _name(dtype: np.dtype) -> str:
+    """``dtype``'s name (NumPy builds the string on every access of ``dtype.name``: 3 us, on
+    every batched call of the operations whose kernels these tables choose)."""
+    return np.dtype(dtype).name
 
 
 def small_max(dtype: np.dtype) -> int:
@@ -376,7 +383,7 @@ class BatchedCUDAExecutor(Executor):
     # ------------------------------------------------------------- leaves
     def _on_tiles(self, op: str, n: int) -> bool:
         """Whether a TRMM, HERK or LAUUM leaf of order ``n`` runs on the tile kernels."""
-        return n > small_max(self.dtype) or n >= _TILE_FROM.get((self.dtype.name, op), n + 1)
+        return n > small_max(self.dtype) or n >= _TILE_FROM.get((_name(self.dtype), op), n + 1)
 
     def trsm(self, lower: bool, unit: bool, alpha: complex, a: Mat, b: Mat) -> None:
         if b.rows and b.cols:
