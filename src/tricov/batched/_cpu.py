@@ -37,6 +37,7 @@ from .._policy import leaf_sizes
 from .._views import Mat
 from ..backends.base import herk_ops_ok, trxm_ops_ok
 from ..backends.batched_cpu import BatchedCPUExecutor
+from ..backends.cpu_blas import one_thread
 from ..kernels.numba import members, small
 from ._operands import Group, slot_of
 
@@ -55,9 +56,7 @@ def _one_blas_thread(threads: int) -> Iterator[None]:
     if threads <= 1:
         yield
         return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_thread():
         yield
 
 

@@ -5,9 +5,9 @@ release the GIL and work on a range of rows or tiles; :func:`run_ranges` hands r
 ``numba.get_num_threads()`` threads, one range at a time (tiles differ widely in cost). BLAS
 calls made from those threads must run on one thread each: OpenBLAS would otherwise start its
 own threads on cores already busy, and its spinning threads slow every call down by an order of
-magnitude. :func:`tile_loops` holds BLAS to one thread (every BLAS library loaded, through a
-cached threadpoolctl controller: entering costs microseconds) around the whole construction or
-factorization; large products run as row blocks on the same threads instead.
+magnitude. :func:`tile_loops` holds BLAS to one thread
+(:func:`tricov.backends.cpu_blas.one_thread`) around the whole construction or factorization;
+large products run as row blocks on the same threads instead.
 """
 
 from __future__ import annotations
@@ -19,28 +19,19 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..backends.cpu_blas import one_thread
+
 __all__ = ["run_ranges", "thread_count", "tile_loops"]
 
-_controller: Any = None
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _pool_lock = threading.Lock()
 
 
-def _blas_controller() -> Any:
-    global _controller
-    if _controller is None:
-        import scipy.linalg  # noqa: F401 - SciPy's BLAS (Numba's) loaded before the snapshot
-        from threadpoolctl import ThreadpoolController
-
-        _controller = ThreadpoolController()
-    return _controller
-
-
 @contextlib.contextmanager
 def tile_loops() -> Iterator[None]:
     """Context of the threaded tile loops: BLAS on one thread."""
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_thread():
         yield
 
 
