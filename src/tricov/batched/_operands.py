@@ -350,9 +350,9 @@ class Batch:
         ptrs = xp.empty((len(self.ops), self.count), np.int64)
         for slot, (base, shape, strides, step) in enumerate(layouts):
             if self.device is None:
-                if step is not None:
-                    np.multiply(np.arange(self.count, dtype=np.int64), step, out=ptrs[slot])
-                    ptrs[slot] += base
+                if step is not None:  # (step 0: one member)
+                    ptrs[slot] = (np.arange(base, base + step * self.count, step, dtype=np.int64)
+                                  if step else base)
                 else:
                     stack_addresses(ptrs[slot], base, np.array(shape, np.int64),
                                     np.array(strides, np.int64))
