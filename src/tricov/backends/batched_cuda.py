@@ -46,6 +46,7 @@ from ..kernels import (
     tile_order,
     tile_shared,
     tile_threads,
+    wide_tiles,
 )
 from . import cuda_libs as lib
 from .base import Executor
@@ -357,7 +358,7 @@ class BatchedCUDAExecutor(Executor):
         Members already failed are skipped.
         """
         mma = _tile_mma(self.dtype)
-        order = tile_order(n, m, mode == "trmm" and mma and self.dtype.itemsize == 8)
+        order = tile_order(n, m, wide_tiles(TILE_MODES[mode], mma, self.dtype.itemsize))
         if mode == "trmm":
             tiles = -(-m // order)
         elif mode == "herk":

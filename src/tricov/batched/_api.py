@@ -29,6 +29,7 @@ from .. import _options as opt
 from .._errors import NotPositiveDefiniteError, SingularMatrixError
 from .._frontend import real_scalar, scalar
 from .._views import Mat
+from ..backends.cuda_libs import read_small
 from ._cpu import CPUEngine
 from ._operands import Batch, Group, check_square
 
@@ -110,8 +111,6 @@ def _on_host(values: Any) -> np.ndarray:
     """Info values on the host: host ones as they are, device ones read from the device."""
     if isinstance(values, np.ndarray):
         return values
-    from ..backends.cuda_libs import read_small
-
     return read_small(values)
 
 

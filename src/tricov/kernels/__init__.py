@@ -13,7 +13,7 @@ __all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "TH
            "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
            "block_order", "cond_split", "definitions", "instantiations", "leaf_shape", "leaf_smem",
            "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
-           "tile_threads"]
+           "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -90,18 +90,24 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
 TILE_ORDERS = (32, 64, 128)
 
 
+def wide_tiles(mode: int, mma: bool, itemsize: int) -> bool:
+    """Whether the tile kernel of ``mode`` (0 TRMM, 1 HERK, 2 LAUUM) has tiles of 128: float64
+    TRMM on the tensor cores (see :func:`tile_order`)."""
+    return mode == 0 and mma and itemsize == 8
+
+
 def tile_kernels(ctype: str) -> list[tuple[int, bool, int]]:
     """(operation, tensor cores, order) of every tile kernel of ``batched_tile.cu`` for the real
     scalar type ``ctype``: tiles of 32 and 64 for every operation (0 TRMM, 1 HERK, 2 LAUUM), by
-    FMAs and on the tensor cores, and tiles of 128 for float64 TRMM on the tensor cores."""
+    FMAs and on the tensor cores, and tiles of 128 where :func:`wide_tiles` says so."""
     return [(mode, mma, order) for order in TILE_ORDERS for mode in range(3)
             for mma in (False, True)
-            if order < 128 or (mode == 0 and mma and ctype == "double")]
+            if order < 128 or wide_tiles(mode, mma, _TYPES[ctype])]
 
 
 def tile_order(rows: int, cols: int = 0, wide: bool = False) -> int:
     """Order of the tiles of a tile kernel for an output of ``rows`` x ``cols``: 32 up to 32
-    rows, else 64; with ``wide`` (a float64 TRMM on the tensor cores), 128 for outputs of at
+    rows, else 64; with ``wide`` (:func:`wide_tiles`), 128 for outputs of at
     least 128 x 128 that tiles of 128 pad no further than tiles of 64 do.
 
     On one H100 (batch 10240, device time, ``benchmarks/gpu_batched_ab.py wide``, after the

@@ -64,12 +64,12 @@ constexpr int KC = 16;  // k per chunk
 // The shape of the kernels of elements T whose output tiles are TILE x TILE (64, 32 for
 // orders up to 32, or 128): a warp per 32 x 8 WN piece of the tile (WN from tile_groups), a
 // ring of STAGES chunks, STAGES - 1 in flight (4 for tiles of 64 and 128; 2 for tiles of 32,
-// whose k is mostly 32: both chunks at once, and more blocks per multiprocessor), and shared rows of LDS elements, 8 words (of 4
-// bytes) more than TILE: consecutive rows k start 8 banks apart, so the elements that one
-// phase of a tensor-core fragment load reads (rows k .. k + 3, 4 consecutive r of double or 8
-// of float) fall in 32 different banks. (Rows of 16 words more, as before, put the fragments'
-// rows k and k + 2 in the same banks: on an H100,
-// float64 SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
+// whose k is mostly 32: both chunks at once, and more blocks per multiprocessor), and shared
+// rows of LDS elements, 8 words (of 4 bytes) more than TILE: consecutive rows k start 8 banks
+// apart, so the elements that one phase of a tensor-core fragment load reads (rows k .. k +
+// 3, 4 consecutive r of double or 8 of float) fall in 32 different banks. (Rows of 16 words
+// more, as before, put the fragments' rows k and k + 2 in the same banks: on an H100, float64
+// SYRK of order 64 went from 0.430 to 0.360 ms with 8, LAUUM from 0.214 to 0.190.)
 template <typename T, int TILE, int WN> struct Shape {
     static_assert(TILE == 32 || TILE == 64 || TILE == 128, "tiles of 32, 64 or 128");
     static constexpr int THREADS = TILE * TILE / (8 * WN);
@@ -439,11 +439,11 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
     const bool same = MODE != TRMM && j0 == top * TILE;
     auto xbuf = [&](int c) { return ring + (c % STAGES) * 2 * KC * LDS; };
     auto ybuf = [&](int c) { return same ? xbuf(c) : xbuf(c) + KC * LDS; };
-    // Issue the copies of chunk c: (I, k0) of the stream.
     // Untested copies of inside chunks everywhere but in float64 TRMM on tiles of 64, whose
     // registers (at most 80, for 3 blocks per multiprocessor) would spill with both forms of
     // the copies, and which gained nothing from them.
     constexpr bool untested = !(MODE == TRMM && TILE == 64 && sizeof(T) == 8);
+    // Issue the copies of chunk c: (I, k0) of the stream.
     auto put = [&](int c, int I, int k0) {
         if (MODE == LAUUM)
             stage<T, TILE, WN, UPPER, untested>(xbuf(c), x, 0, n, k0, kn);
@@ -543,9 +543,9 @@ __device__ __forceinline__ void run(long long first, long long count, int tiles,
 }
 
 // Blocks per multiprocessor the kernel is compiled for (registers at most 65536 / (THREADS x
-// that)). Tiles of 128 (TRMM on the tensor cores): 1. Tiles of 64: 3, as many as the shared memory of float64 holds, except for float64
-// HERK, which takes 2 (at 3 its registers would spill). Tiles of 32: 10 for float64, 12 for
-// float32 (8 were slower).
+// that)). Tiles of 128 (TRMM on the tensor cores): 1. Tiles of 64: 3, as many as the shared
+// memory of float64 holds, except for float64 HERK, which takes 2 (at 3 its registers would
+// spill). Tiles of 32: 10 for float64, 12 for float32 (8 were slower).
 __host__ __device__ constexpr int min_blocks(int itemsize, int mode, int tile) {
     return tile == 128 ? 1
          : tile == 32  ? (itemsize == 8 ? 10 : 12)
