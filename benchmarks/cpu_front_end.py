@@ -1,0 +1,54 @@
+"""Fixed cost of tricov's front ends on the CPU, on operands too small to take any time: the
+leaf-size lookup, a dense POTRF of order 4, and batched POTRF / TRSM of one member of order 4.
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/cpu_front_end.py [LABEL]
+
+Each is called 2000 times, five times over; the best microseconds per call are printed, with
+numpy.linalg.cholesky on the same matrix as the peer. ``LABEL`` starts the line.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import tricov as tc
+from tricov._policy import leaf_sizes
+
+
+def per_call(fn: Callable[[], object], calls: int = 2000, rounds: int = 5) -> float:
+    """Best microseconds per call of ``fn`` over ``rounds`` loops of ``calls`` calls."""
+    for _ in range(200):
+        fn()
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t) / calls * 1e6)
+    return best
+
+
+def main(label: str = "") -> None:
+    f64 = np.dtype(np.float64)
+    spd = np.asfortranarray(np.eye(4) * 4 + 1)
+    work = spd.copy(order="F")
+    stack, low, b = spd[None].copy(), np.linalg.cholesky(spd)[None], np.ones((1, 4, 4))
+
+    def potrf() -> None:
+        work[...] = spd
+        tc.potrf(work)
+
+    calls = {"leaf_sizes": lambda: leaf_sizes("gpu", f64), "potrf 4": potrf,
+             "numpy cholesky 4": lambda: np.linalg.cholesky(spd),
+             "batched potrf 4 x1": lambda: tc.batched.potrf(stack.copy(), check=False),
+             "batched trsm 4 x1": lambda: tc.batched.trsm(low, b)}
+    print(label, " | ".join(f"{name} {per_call(fn):.1f}" for name, fn in calls.items()),
+          flush=True)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])
