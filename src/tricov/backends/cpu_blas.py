@@ -170,9 +170,10 @@ _controller: Any = None
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """BLAS on one thread inside the block: every BLAS library loaded (SciPy's among them),
-    through one threadpoolctl controller made at the first use. Entering takes about 17 us;
-    ``threadpoolctl.threadpool_limits``, which looks the libraries up again on every entry,
-    took 415 us (2-core VM)."""
+    through one threadpoolctl controller made at the first use, where
+    ``threadpoolctl.threadpool_limits`` looks the libraries up again on every entry (batched
+    TRMM of 4 members of order 64 on 2 cores: 726-737 -> 149-157 us a call,
+    ``benchmarks/cpu_batched_call.py``, ``benchmarks/cpu_batched.txt``)."""
     global _controller
     if _controller is None:
         from threadpoolctl import ThreadpoolController

@@ -520,7 +520,7 @@ tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, 
 // H100, one block of threads per diagonal block, reading whole rows of D_b, took 167 us of a
 // float32 TRSM of 16384 x 128 (32 blocks of 512) and 60 us of a float64 one (64 of 256); these
 // slices, reading the triangle only, 73 and 45 us (the TRSMs 1.559 -> 1.43 ms and 1.448 ->
-// 1.438 ms; kernel_times and CUDA events in one run, each tree twice).
+// 1.438 ms; benchmarks/gpu_trsm_few_rhs_profile.py, each tree twice in one run).
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, int* ok,
