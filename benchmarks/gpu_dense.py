@@ -40,7 +40,7 @@ POTRF = (1024, 2048, 4096, 8192, 16384, 32768)
 #: (1 << 20); TRTRI and LAUUM leaves in shared
 #: memory (128) against cuSOLVER/cuBLAS ones.
 CANDIDATES: dict[str, list[dict[str, int]]] = {
-    "trsm": [{"trsm": 128}, {"trsm": 256}, {"trsm": 512}],
+    "trsm": [{"trsm": 128}, {"trsm": 256}, {"trsm": 512}, {"trsm": 1024}],
     "trmm": [{"trmm": 64}, {"trmm": 128}, {"trmm": 256}, {"trmm": 512}],
     "potrf": [{"potrf_whole": 1, "potrf": nb}
               for nb in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tricov as tc
 from tricov import _options as opt
-from tricov._policy import LeafSizes
+from tricov._policy import LeafSizes, leaf_sizes, trsm_leaf
 from tricov._views import Mat
 from tricov.backends.base import Executor
 from tricov.recursive import leaf_rows, trsm
@@ -61,3 +62,37 @@ def test_wide_right_hand_sides_are_one_leaf():
     ex = _Recorder()
     trsm(ex, LeafSizes(trsm=64, trsm_rhs=512), True, False, 1.0, a, b)
     assert ex.block == m and ex.leaves == [(0, m)]
+
+
+@pytest.mark.parametrize("rows,cols,want", [
+    (16384, 64, 512), (16384, 1024, 512), (8192, 512, 512),   # narrow: its own leaf
+    (16384, 1025, 256), (8191, 64, 256), (4096, 64, 256),     # too wide, or too few rows
+    (16384, 2048, 16384),                                     # wide: one leaf (trsm_rhs)
+])
+def test_trsm_leaf_for_narrow_right_hand_sides(rows, cols, want):
+    nb = LeafSizes(trsm=256, trsm_narrow=512, trsm_rhs=2048)
+    assert trsm_leaf(nb, rows, cols) == want
+    plain = LeafSizes(trsm=256, trsm_rhs=2048)  # no narrow leaf: trsm below trsm_rhs
+    assert trsm_leaf(plain, rows, cols) == (rows if cols >= 2048 else 256)
+
+
+def test_narrow_right_hand_sides_recurse_to_their_leaf():
+    m, cols = 16384, 64
+    a, b = Mat(BASE_A, m, m, m, opt.N, ITEM), Mat(BASE_B, m, cols, m, opt.N, ITEM)
+    ex = _Recorder()
+    trsm(ex, LeafSizes(trsm=256, trsm_narrow=512), True, False, 1.0, a, b)
+    assert ex.block == 512 and ex.leaves == [(k, 512) for k in range(0, m, 512)]
+
+
+def test_setting_the_trsm_leaf_drops_the_narrow_leaf():
+    dt = np.float64
+    try:
+        tc.set_leaf_size("gpu", "trsm", dt, 128)
+        assert leaf_sizes("gpu", dt).trsm_narrow == 0
+        assert trsm_leaf(leaf_sizes("gpu", dt), 16384, 64) == 128
+        tc.set_leaf_size("gpu", "trsm_narrow", dt, 1024)
+        assert trsm_leaf(leaf_sizes("gpu", dt), 16384, 64) == 1024
+        assert leaf_sizes("gpu", dt).trsm == 128
+    finally:
+        tc.set_leaf_size("gpu", "trsm", dt, None)
+    assert leaf_sizes("gpu", dt).trsm_narrow == 512  # the GPU default for float64

@@ -20,14 +20,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CROSSOVERS", "OPERATIONS", "LeafSizes", "cache_dir", "leaf_sizes", "set_leaf_size",
-           "store_tuned"]
+__all__ = ["CROSSOVERS", "NARROW_RATIO", "NARROW_ROWS", "OPERATIONS", "LeafSizes", "cache_dir",
+           "leaf_sizes", "set_leaf_size", "store_tuned", "trsm_leaf"]
 
 #: Operations that have a leaf size.
 OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: Settings beyond leaf sizes: the number of right-hand sides from which TRSM/TRMM hand the
-#: whole call to the native routine (which is already GEMM-bound for wide B).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole")
+#: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
+#: which POTRF hands over the whole matrix, and TRSM's leaf for narrow B (:func:`trsm_leaf`).
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow")
+#: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
+#: 1 / NARROW_RATIO as many columns.
+NARROW_ROWS, NARROW_RATIO = 8192, 16
 
 _NEVER = 1 << 62
 
@@ -39,7 +43,8 @@ class LeafSizes:
     A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
     stop (at the top, calling the native routine on the whole problem) when B has at least
     ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
-    ``potrf_whole`` rows.
+    ``potrf_whole`` rows. TRSM on narrow B takes leaves of ``trsm_narrow`` where it is not 0
+    (:func:`trsm_leaf`).
     """
 
     trsm: int = 128
@@ -51,6 +56,19 @@ class LeafSizes:
     trsm_rhs: int = _NEVER
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
+    trsm_narrow: int = 0
+
+
+def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
+    """Leaf size of a TRSM whose B has ``rows`` x ``cols`` (left side): all the rows from
+    ``trsm_rhs`` columns on, ``trsm_narrow`` (if set) for narrow B (at least
+    :data:`NARROW_ROWS` rows, at most 1 / :data:`NARROW_RATIO` as many columns), else
+    ``trsm``."""
+    if cols >= nb.trsm_rhs:
+        return rows
+    if nb.trsm_narrow and rows >= NARROW_ROWS and cols * NARROW_RATIO <= rows:
+        return nb.trsm_narrow
+    return nb.trsm
 
 
 # Measured defaults. CPU: float64 sweeps on 2 cores with OpenBLAS 0.3.30 (benchmarks/README.md):
@@ -63,10 +81,14 @@ class LeafSizes:
 # of 256 (float64) and 512 (float32) were the fastest of 128/256/512 for 16384 x 64..256
 # (float64 4.2 / 3.8 / 3.1x cuBLAS at 256 against 3.4 / 3.2 / 2.7x at 128; float32 3.1 / 2.7 /
 # 2.2x at 512 against 2.8 / 2.5 / 1.7x at 256) and within 2% of the best for square 4096 ...
-# 16384 (benchmarks/gpu_trsm_leaves_h100.txt). TRTRI and LAUUM leaves of complex dtypes are
-# tricov's shared-memory kernels, whose
-# largest block (kernels.block_order: 128, 64 for complex128) is the leaf size (real dtypes:
-# _GPU_INVERSE). POTRF leaves of 4096 go to
+# 16384 (benchmarks/gpu_trsm_leaves_h100.txt). Measured again on 2026-11-26 (after the faster
+# leaf-inverse test; the same file, second part), float64 narrow B had moved to leaves of 512:
+# 16384 x 64 / 128 / 256 at 14.1 / 25.5 / 35.6 against 13.1 / 23.8 / 33.8 TFLOP/s, while square
+# 4096 / 8192 and 4096 x 64 kept 256 (512: 5%, 1.4%, 4% slower). So float64 B of at least
+# NARROW_ROWS rows and 1/16 as many columns takes leaves of 512 (trsm_narrow); float32 is best
+# at 512 on every narrow shape measured, and within 3% on squares. TRTRI and LAUUM leaves of
+# complex dtypes are tricov's shared-memory kernels, whose largest block (kernels.block_order:
+# 128, 64 for complex128) is the leaf size (real dtypes: _GPU_INVERSE). POTRF leaves of 4096 go to
 # cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
 # best or within 2% of best of the leaves 128 ... 16384 and the whole matrix at n = 4096 ...
 # 32768; 1024, the earlier default, was 10-40% slower below 16384), but matrices of at most
@@ -85,13 +107,15 @@ _GPU_INVERSE = {"float32": 256, "float64": 256}
 # 4096, 2-3% at 8192 and 0.5% at 16384 (benchmarks/gpu_potri_leaves_h100.txt). Float32 keeps 256.
 _GPU_TRTRI = {"float64": 128}
 _GPU_TRSM = {"float32": 512}
+_GPU_TRSM_NARROW = {"float64": 512}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
     "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512, potrf=4096,
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
-                            lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384)
+                            lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384,
+                            trsm_narrow=_GPU_TRSM_NARROW.get(name, 0))
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: LAUUM leaves
@@ -172,11 +196,14 @@ def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
 def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> None:
     """Override the leaf size of ``op`` for this process (``None`` removes all overrides).
 
+    Setting TRSM's leaf also drops its leaf for narrow B (``trsm_narrow``): the size set is then
+    TRSM's leaf on every shape, unless ``trsm_narrow`` is set after it.
+
     Parameters
     ----------
     backend : {"cpu", "gpu"}
     op : str
-        One of :data:`OPERATIONS`.
+        One of :data:`OPERATIONS` or :data:`CROSSOVERS`.
     dtype : dtype
     size : int or None
         At least 1.
@@ -192,7 +219,8 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         raise ValueError(f"size must be at least 1, got {size}")
     current = leaf_sizes(backend, dtype)
     with _lock:
-        _overrides[key] = replace(current, **{op: int(size)})
+        extra = {"trsm_narrow": 0} if op == "trsm" else {}
+        _overrides[key] = replace(current, **{op: int(size)}, **extra)
 
 
 def store_tuned(backend: str, dtype: np.dtype, sizes: dict[str, int], info: dict) -> Path:

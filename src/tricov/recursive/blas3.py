@@ -12,7 +12,7 @@ BLAS variants.
 
 from __future__ import annotations
 
-from .._policy import LeafSizes
+from .._policy import LeafSizes, trsm_leaf
 from .._views import Mat
 from ..backends.base import Executor
 
@@ -51,7 +51,7 @@ def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
     leaves will solve with: in place, or into a workspace (the GPU, whose leaves multiply by
     inverted diagonal blocks, :mod:`tricov.backends.staged`).
     """
-    leaf = b.rows if b.cols >= nb.trsm_rhs else nb.trsm
+    leaf = trsm_leaf(nb, b.rows, b.cols)
     ex.run_trsm(lower, unit, a, b, leaf_rows(b.rows, leaf),
                 lambda stage, panel: _trsm(stage, leaf, lower, unit, alpha, a, panel))
 
