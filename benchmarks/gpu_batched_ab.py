@@ -20,6 +20,10 @@ subtracted) while changing one choice between candidates, and prints one line pe
         sizes in force (``--leaf`` sets TRMM's)
     python benchmarks/gpu_batched_ab.py leaves --orders 128 256 --ops trmm syrk --leaf 64 128
         leaf sizes of the recursions above the kernels (``tricov.set_leaf_size``)
+    python benchmarks/gpu_batched_ab.py grid --orders 8 16 32 --sides 2 4
+        POTRF of the register kernels on lines, or on a grid of side x side lanes per member
+        (``tricov.kernels.BATCHED_GRID``; ``--ops`` adds operations that run a POTRF kernel);
+        the largest relative difference of the results is printed
     python benchmarks/gpu_batched_ab.py source OLD.cu --orders 8 16 32
         a variant of a kernel source (``--file``, default ``batched_small.cu``) against the
         tree's, launched by the tree's launcher; the largest relative difference of the
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mode", choices=("lanes", "blocks", "split", "tiles", "wide", "leaves",
-                                     "source"))
+                                     "grid", "source"))
     ap.add_argument("variant", nargs="?", help="source: the variant of the kernel source")
     ap.add_argument("--file", default="batched_small.cu", help="source: the file it replaces")
     ap.add_argument("--leaf", type=int, nargs="+", default=[64, 128, 256])
@@ -167,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--order", type=int, default=32, help="lanes: the padded order")
     ap.add_argument("--lanes", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--blocks", type=int, nargs="+", default=[0, 3, 4, 5])
+    ap.add_argument("--sides", type=int, nargs="+", default=[4])
     ap.add_argument("--orders", type=int, nargs="+", default=[16, 17, 20, 24, 28, 32])
     ap.add_argument("--ops", nargs="+")
     ap.add_argument("--dtype", nargs="+", default=["float64", "float32"])
@@ -262,6 +267,28 @@ def main(argv: list[str] | None = None) -> None:
                           + " / ".join(f"{m}: {t:.4f}" for m, t in zip(modes, times, strict=True))
                           + f"  rel. diff {diff:.1e}", flush=True)
             tc.set_leaf_size("batched_gpu", "trmm", dt, None)
+    elif args.mode == "grid":
+        table = dict(tk.BATCHED_GRID)
+        for dt in dtypes:
+            for n in args.orders:
+                case, order = Case(cp, dt, n), bc.padded_order(n)
+                for op in args.ops or ["potrf"]:
+                    times, results = [], []
+                    for side in [0, *args.sides]:
+                        tk.BATCHED_GRID.pop((dt.char, order), None)
+                        if side:
+                            tk.BATCHED_GRID[(dt.char, order)] = side
+                        times.append(timed(queue, case, op))
+                        case.call(op)[0]()
+                        results.append(case.result(op))
+                    tk.BATCHED_GRID.clear()
+                    tk.BATCHED_GRID.update(table)
+                    ref = float(cp.abs(results[0]).max())
+                    diff = max(float(cp.abs(r - results[0]).max()) for r in results) / ref
+                    print(f"{dt.name} n={n:3d} {op:6s} ms on lines {times[0]:.4f}, grids "
+                          + " / ".join(f"{s}x{s}: {t:.4f}" for s, t in
+                                       zip(args.sides, times[1:], strict=True))
+                          + f"  rel. diff {diff:.1e}", flush=True)
     elif args.mode == "leaves":
         for dt in dtypes:
             for n in args.orders:

@@ -37,7 +37,9 @@ from .. import _options as opt
 from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
 from ..kernels import (
+    BATCHED_GRID,
     TILE_ORDERS,
+    batched_grid,
     batched_lanes,
     batched_small,
     batched_tile,
@@ -164,9 +166,21 @@ def padded_order(n: int) -> int:
 
 
 def group_shape(n: int, dtype: np.dtype, op: str) -> tuple[int, int]:
-    """(padded order, lanes per member) of the register kernel of ``op`` for order ``n``."""
+    """(padded order, lanes per member) of the register kernel of ``op`` for order ``n`` (for
+    a grid POTRF, its side squared)."""
     order = padded_order(n)
-    return order, batched_lanes(np.dtype(dtype).char, order, OPS[op])
+    char = np.dtype(dtype).char
+    side = BATCHED_GRID.get((char, order)) if op == "potrf" else None
+    return order, side * side if side else batched_lanes(char, order, OPS[op])
+
+
+def _small_kernel(ctype: str, char: str, order: int, lanes: int, op: str) -> tuple[str, str]:
+    """Name and definition of the register kernel of ``op`` at ``order`` on ``lanes`` lanes: the
+    grid POTRF where :data:`~tricov.kernels.BATCHED_GRID` has one, else the line kernel."""
+    side = BATCHED_GRID.get((char, order)) if op == "potrf" else None
+    if side:
+        return batched_grid(ctype, order, side)
+    return batched_small(ctype, order, lanes, OPS[op])
 
 
 def _compile(name: str, definition: str) -> None:
@@ -186,8 +200,8 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
     for dtype in dtypes:
         dtype = np.dtype(dtype)
         orders = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
-        todo += [batched_small(nvrtc.CTYPE[dtype], *group_shape(order, dtype, op), code)
-                 for order in orders for op, code in OPS.items()]
+        todo += [_small_kernel(nvrtc.CTYPE[dtype], dtype.char, *group_shape(order, dtype, op), op)
+                 for order in orders for op in OPS]
         if dtype.kind == "f":
             mma = _tile_mma(dtype)
             todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma, order)
@@ -303,7 +317,7 @@ class BatchedCUDAExecutor(Executor):
         """
         order, lanes = group_shape(n, self.dtype, op)
         kernel = nvrtc.kernel("batched_small.cu",
-                              *batched_small(self._ctype, order, lanes, OPS[op]))
+                              *_small_kernel(self._ctype, self.dtype.char, order, lanes, op))
         targs = self.operand(t, rev, rev)
         rargs = self.operand(r, rev, False) if r is not None else targs
         fixed = (n, m, int(unit), *_parts(self.dtype, alpha), float(beta), *targs, *rargs,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_BLOCKS", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX", "THREADS",
-           "TILE_ORDERS", "LeafShape", "batched_lanes", "batched_small", "batched_tile",
+__all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX",
+           "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes", "batched_small",
+           "batched_tile",
            "block_order", "cond_split", "definitions", "instantiations", "leaf_shape", "leaf_smem",
            "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
            "tile_threads", "wide_tiles"]
@@ -82,6 +83,25 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     name = f"tricov_batched_small_{_TAGS[ctype]}{order}x{lanes}_{op}"
     blocks = BATCHED_BLOCKS.get((_CHARS[ctype], order, lanes, op), 0)
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op}, {blocks})"
+
+
+#: POTRF of the register kernels on a grid of R x R lanes per member (``grid_potrf`` of
+#: batched_small.cu) rather than on lines, by dtype character and padded order: R. On one H100
+#: (batch 10240, C order, device time, ``benchmarks/gpu_batched_ab.py grid``, 2026-11-26;
+#: ``gpu_batched_grid_h100.txt``), ms on lines against a grid of 4 x 4 at orders 17 / 24 / 32:
+#: float64 0.0367 / 0.0489 / 0.0674 against 0.0294 / 0.0393 / 0.0558, float32 0.0166 / 0.0213 /
+#: 0.0391 against 0.0172 / 0.0215 / 0.0326 (POSV and POTI, which run a POTRF kernel first from
+#: order 17, 7-14% faster); at orders 8 and 16 the lines stayed faster (float64 16: 0.0127
+#: against 0.0132 on 4 x 4 and 0.0225 on 2 x 2). Asking ptxas for 4 blocks (128 registers
+#: instead of 150 for float64) changed nothing beyond noise.
+BATCHED_GRID: dict[tuple[str, int], int] = {("d", 32): 4, ("f", 32): 4}
+
+
+def batched_grid(ctype: str, order: int, side: int) -> tuple[str, str]:
+    """Name and defining line of the grid POTRF of ``batched_small.cu`` for a scalar type, a
+    (padded) order and ``side`` x ``side`` lanes per member (``TRICOV_BATCHED_GRID``)."""
+    name = f"tricov_batched_grid_{_TAGS[ctype]}{order}x{side}"
+    return name, f"TRICOV_BATCHED_GRID({name}, {ctype}, {order}, {side}, 0)"
 
 
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
@@ -171,8 +191,8 @@ def definitions(source: str) -> dict[str, list[str]]:
 
     Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
     at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
-    run short), and every kernel of several lines per lane at orders 8 and 16
-    (:data:`BATCHED_LANES`).
+    run short), every kernel of several lines per lane at orders 8 and 16
+    (:data:`BATCHED_LANES`), and the grid POTRF at the largest order.
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
@@ -188,6 +208,7 @@ def definitions(source: str) -> dict[str, list[str]]:
                     if ch == _CHARS[t] and order < widest]
         out[t] = [batched_small(t, order, batched_lanes(_CHARS[t], order, op), op)[1]
                   for order, op in dict.fromkeys(kernels)]
+        out[t].append(batched_grid(t, widest, 4)[1])  # the grid POTRF, used or not
     return out
 
 

@@ -29,6 +29,10 @@
 // never uses (whole blocks of G x G above the diagonal) are not kept at all (Shape), which is
 // what lets several lines fit in a lane.
 //
+// POTRF of order 32 has a second layout (grid_potrf below, chosen by kernels.BATCHED_GRID): a
+// grid of R x R lanes per member, each lane a block of the lower triangle, which needs about
+// half the shuffles and no transposes.
+//
 // Failures are per member and never touch other members: POTRF records the first pivot that
 // is not positive (NaN included) and stores only the columns before it; TRTRI/POTRI find
 // exactly zero pivots first and store nothing for such a member. `info` (when given) gets
@@ -134,7 +138,8 @@ __device__ __forceinline__ void transpose(T (&x)[N / G][N], int lane) {
             for (int q = 0; q < P; ++q)
 #pragma unroll
                 for (int l = 0; l < G; ++l)
-                    if (p != q && kept<G, flip(SHAPE)>(p, q * G + l)) x[p][q * G + l] = y[q][p * G + l];
+                    if (p != q && kept<G, flip(SHAPE)>(p, q * G + l))
+                        x[p][q * G + l] = y[q][p * G + l];
     }
 }
 
@@ -168,6 +173,15 @@ template <typename T> struct View {
             at = j + ((flags & REV_ROWS) ? nr - 1 : 0) * ld;
             step = (flags & REV_ROWS) ? -ld : ld;
         }
+    }
+    // Where canonical element (i, j) sits: at0 + i * di + j * dj (an affine map, whatever
+    // the flags).
+    __device__ __forceinline__ void affine(long long& at0, long long& di, long long& dj) const {
+        const bool tr = flags & TRANSPOSED;
+        const long long ri = tr ? ld : 1, rj = tr ? 1 : ld;  // memory steps of i and j
+        di = (flags & REV_ROWS) ? -ri : ri;
+        dj = (flags & REV_COLS) ? -rj : rj;
+        at0 = ((flags & REV_ROWS) ? (nr - 1) * ri : 0) + ((flags & REV_COLS) ? (nc - 1) * rj : 0);
     }
     __device__ __forceinline__ T get(long long e) const {
         const T v = p[e];
@@ -635,6 +649,106 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     lauum_cols<T, N, G>(a, n, lane);
     store_tile<T, N, G, false, LOWER_COLS>(a, t, live && !failed, lane, 0, Lower{false, n});
 }
+
+// ------------------------------------------------------------------------- grid POTRF
+// POTRF on a grid of R x R lanes per member (G = R^2 lanes; P = N / R): lane (x, y) keeps the
+// elements (x + R q, y + R q') of the lower triangle, q >= q' (P (P + 1) / 2 registers). Step j
+// of the right-looking factorization needs column j on every lane, but each lane only the rows
+// and columns of its own elements: rows x + R q from lane (x, j % R) and columns y + R q' (the
+// same column's rows y + R q') from lane (y, j % R), P - j / R of each, each shuffle giving every
+// lane a different value. So a step takes about half the shuffles of the row-owner layout, in
+// which a shuffle broadcasts one value to the whole group. A group of lanes (fixed q, q') reads
+// R consecutive memory elements of R lines whichever way the member is stored (a lane's (x, y)
+// follow the memory's order), so no transposes either.
+template <typename T, int N, int R>
+__device__ __forceinline__ void
+grid_potrf(long long first, long long count, int n, const long long* tp, long long tb,
+           long long ts, long long to, long long tld, int tf, long long* info, int order0,
+           int skip)
+{
+    using Re = real_t<T>;
+    constexpr int G = R * R, P = N / R;
+    const int lane = threadIdx.x & (G - 1);
+    const long long g = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+    const long long k = first + g;
+    bool live = g < count;
+    if (live && skip && info[k] != 0) live = false;  // a failure found earlier: untouched
+    const View<T> t = member<T>(Operand{tp, tb, ts, to, tld, tf}, live, k, n, n);
+    const bool mem_rows = !(t.flags & TRANSPOSED);  // consecutive lanes: consecutive memory
+    const int x = mem_rows ? lane % R : lane / R;    // this lane's rows x + R q
+    const int y = mem_rows ? lane / R : lane % R;    // and columns y + R q'
+    const auto at = [mem_rows](int row, int col) {  // the lane of (row, col) in the group
+        return mem_rows ? row + R * col : col + R * row;
+    };
+
+    long long at0, di, dj;  // element (x + R q, y + R q') at at0 + q di + q' dj
+    t.affine(at0, di, dj);
+    T a[P][P];
+#pragma unroll
+    for (int q = 0; q < P; ++q)
+#pragma unroll
+        for (int q2 = 0; q2 <= q; ++q2) {
+            const int i = x + R * q, j = y + R * q2;
+            a[q][q2] = (live && i < n && j < n && i >= j)
+                ? t.get(at0 + x * di + y * dj + q * (R * di) + q2 * (R * dj)) : T(0);
+        }
+
+    int fail = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        if (j >= n) break;
+        const int jr = j % R, jq = j / R;
+        const Re d = re(bcast<G>(a[jq][jq], at(jr, jr)));
+        if (!fail && !(d > Re(0))) fail = j + 1;
+        const Re inv = rsqrt(d);  // NaN or infinite for a failing pivot, as 1 / sqrt(d)
+        // The lanes of column j: l_jj = sqrt(d), l_ij = a_ij / l_jj (selects, not a branch).
+#pragma unroll
+        for (int q = jq; q < P; ++q) {
+            const T lij = (x + R * q == j) ? T(d * inv) : scale(a[q][jq], inv);
+            a[q][jq] = (y == jr) ? lij : a[q][jq];
+        }
+        T li[P], lk[P];  // l_ij of this lane's rows, conj(l_kj) of its columns
+#pragma unroll
+        for (int q = jq; q < P; ++q) li[q] = bcast<G>(a[q][jq], at(x, jr));
+#pragma unroll
+        for (int q = jq; q < P; ++q) lk[q] = conj_(bcast<G>(a[q][jq], at(y, jr)));
+#pragma unroll
+        for (int q = jq; q < P; ++q) {
+            // columns y + R jq: right of j only (the others are final, or column j itself)
+            const T upd = a[q][jq] - li[q] * lk[jq];
+            a[q][jq] = (y > jr) ? upd : a[q][jq];
+#pragma unroll
+            for (int q2 = jq + 1; q2 <= q; ++q2) a[q][q2] -= li[q] * lk[q2];
+        }
+    }
+    const int failed = live ? fail : 0;
+    if (info && live && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
+
+    const int cols = failed ? failed - 1 : n;  // the columns before a failure, or all
+    const int xs = opaque(x), ys = opaque(y);    // addresses recomputed, not kept from the load
+    t.affine(at0, di, dj);
+#pragma unroll
+    for (int q = 0; q < P; ++q)
+#pragma unroll
+        for (int q2 = 0; q2 <= q; ++q2) {
+            const int i = xs + R * q, j = ys + R * q2;
+            if (live && i < n && j < cols && i >= j)
+                t.put(at0 + xs * di + ys * dj + q * (R * di) + q2 * (R * dj), a[q][q2]);
+        }
+}
+
+// The grid POTRF with the register kernels' parameters (the unused ones ignored), so that one
+// launcher serves both (kernels.batched_grid names them).
+#define TRICOV_BATCHED_GRID(NAME, T, N, R, BLOCKS)                                             \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS)                                  \
+    NAME(long long first, long long count, int n, int, int, T, tricov::real_t<T>,              \
+         const long long* tp, long long tb, long long ts, long long to, long long tld, int tf, \
+         const long long*, long long, long long, long long, long long, int, long long* info,   \
+         int order0, int skip)                                                                 \
+    {                                                                                          \
+        tricov::batched::grid_potrf<T, N, R>(first, count, n, tp, tb, ts, to, tld, tf, info,   \
+                                             order0, skip);                                    \
+    }
 
 // A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP,
 // BLOCKS) for the one it launches, so that CuPy can cache the binary on disk (it caches modules
