@@ -20,10 +20,10 @@ subtracted) while changing one choice between candidates, and prints one line pe
         sizes in force (``--leaf`` sets TRMM's)
     python benchmarks/gpu_batched_ab.py leaves --orders 128 256 --ops trmm syrk --leaf 64 128
         leaf sizes of the recursions above the kernels (``tricov.set_leaf_size``)
-    python benchmarks/gpu_batched_ab.py grid --orders 8 16 32 --sides 2 4
-        POTRF of the register kernels on lines, or on a grid of side x side lanes per member
-        (``tricov.kernels.BATCHED_GRID``; ``--ops`` adds operations that run a POTRF kernel);
-        the largest relative difference of the results is printed
+    python benchmarks/gpu_batched_ab.py grid --orders 8 16 32 --sides 2 4 --ops potrf potri
+        an operation of the Cholesky family (``--ops``: potrf, trtri, potri, poti) on lines, or
+        on a grid of side x side lanes per member (``tricov.kernels.BATCHED_GRID``); the largest
+        relative difference of the results is printed
     python benchmarks/gpu_batched_ab.py source OLD.cu --orders 8 16 32
         a variant of a kernel source (``--file``, default ``batched_small.cu``) against the
         tree's, launched by the tree's launcher; the largest relative difference of the
@@ -273,11 +273,12 @@ def main(argv: list[str] | None = None) -> None:
             for n in args.orders:
                 case, order = Case(cp, dt, n), bc.padded_order(n)
                 for op in args.ops or ["potrf"]:
+                    key = (dt.char, order, bc.OPS[op])
                     times, results = [], []
                     for side in [0, *args.sides]:
-                        tk.BATCHED_GRID.pop((dt.char, order), None)
+                        tk.BATCHED_GRID.pop(key, None)
                         if side:
-                            tk.BATCHED_GRID[(dt.char, order)] = side
+                            tk.BATCHED_GRID[key] = side
                         times.append(timed(queue, case, op))
                         case.call(op)[0]()
                         results.append(case.result(op))

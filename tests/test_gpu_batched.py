@@ -441,7 +441,7 @@ def _indefinite(a: np.ndarray, at: int) -> None:
     a[at - 1, at - 1] = -abs(a[at - 1, at - 1]) - 10
 
 
-@pytest.mark.parametrize("n", [5, 12, 32, 70])
+@pytest.mark.parametrize("n", [5, 12, 20, 32, 70])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_not_positive_definite_members(cp, dtype: np.dtype, n: int) -> None:
     """Indefinite and NaN members among many: the others are exact, the failing ones keep
@@ -501,7 +501,7 @@ def test_not_positive_definite_members(cp, dtype: np.dtype, n: int) -> None:
             assert_small(solve_error(hermitian_from(a[idx], "L"), got[idx], rhs[idx]), dtype, n)
 
 
-@pytest.mark.parametrize("n", [6, 32, 45])
+@pytest.mark.parametrize("n", [6, 20, 32, 45])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128], ids=str)
 def test_singular_members(cp, dtype: np.dtype, n: int) -> None:
     dtype = np.dtype(dtype)

@@ -90,18 +90,18 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
 
 #: Smallest order of at most SMALL_MAX at which POTI and POSV run as two register kernels (POTRF,
 #: then the fused POTRI or POTRS on the members that did not fail) rather than as one fused
-#: kernel; absent: always fused (POTRI is, at every order: float64 0.090 ms against 0.119 for
-#: TRTRI then a LAUUM tile at 32, float32 0.050 against 0.069). On one H100 (batch 10240, device
-#: time, benchmarks/gpu_batched_ab.py split, 2026-11-22), POTI fused against two kernels, ms at
-#: orders 8 / 16 / 17 / 24 / 32: float64 0.008 / 0.021 / 0.163 / 0.196 / 0.304 against 0.012 /
-#: 0.027 / 0.095 / 0.128 / 0.188; float32 0.006 / 0.013 / 0.073 / 0.086 / 0.108 against 0.009 /
-#: 0.018 / 0.048 / 0.064 / 0.092 (the fused kernel of order 32 holds one line per lane). Fused
-#: POSV of order 17-32 holds two 32 x 32 tiles per member, too many registers for enough warps
-#: (2026-11-26, orders 17 / 24 / 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469
-#: held at 168 registers by 3 blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162
-#: / 0.232 split; float32 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120.
-_SPLIT_FROM = {("float64", "poti"): 17, ("float32", "poti"): 17,
-               ("float64", "posv"): 17, ("float32", "posv"): 17}
+#: kernel; absent: always fused (POTRI is, at every order). Fused POSV of order 17-32 holds two
+#: 32 x 32 tiles per member, too many registers for enough warps (2026-11-26, orders 17 / 24 /
+#: 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469 held at 168 registers by 3
+#: blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162 / 0.232 split; float32
+#: 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120. POTI of order 17-32 runs on the grid
+#: kernels (``tricov.kernels.BATCHED_GRID``), fused or as the grid POTRF and POTRI: on one H100
+#: (batch 10240, device time, benchmarks/gpu_batched_ab.py split, 2026-11-26,
+#: gpu_batched_grid_h100.txt), ms fused against split at orders 17 / 24 / 26 / 28 / 29 / 30 /
+#: 32: float64 0.050 / 0.076 / 0.109 / 0.130 / 0.152 / 0.175 / 0.192 against 0.065 / 0.099 / 0.121
+#: / 0.131 / 0.147 / 0.152 / 0.158; float32 at 17 / 24 / 32 0.030 / 0.037 / 0.056 against 0.038 /
+#: 0.051 / 0.086. Below 17 (the line kernels) fused was faster at every order measured.
+_SPLIT_FROM = {("float64", "poti"): 29, ("float64", "posv"): 17, ("float32", "posv"): 17}
 
 
 def split_small(dtype: np.dtype, op: str, n: int) -> bool:
@@ -167,19 +167,19 @@ def padded_order(n: int) -> int:
 
 def group_shape(n: int, dtype: np.dtype, op: str) -> tuple[int, int]:
     """(padded order, lanes per member) of the register kernel of ``op`` for order ``n`` (for
-    a grid POTRF, its side squared)."""
+    a grid kernel, its side squared)."""
     order = padded_order(n)
     char = np.dtype(dtype).char
-    side = BATCHED_GRID.get((char, order)) if op == "potrf" else None
+    side = BATCHED_GRID.get((char, order, OPS[op]))
     return order, side * side if side else batched_lanes(char, order, OPS[op])
 
 
 def _small_kernel(ctype: str, char: str, order: int, lanes: int, op: str) -> tuple[str, str]:
     """Name and definition of the register kernel of ``op`` at ``order`` on ``lanes`` lanes: the
-    grid POTRF where :data:`~tricov.kernels.BATCHED_GRID` has one, else the line kernel."""
-    side = BATCHED_GRID.get((char, order)) if op == "potrf" else None
+    grid kernel where :data:`~tricov.kernels.BATCHED_GRID` has one, else the line kernel."""
+    side = BATCHED_GRID.get((char, order, OPS[op]))
     if side:
-        return batched_grid(ctype, order, side)
+        return batched_grid(ctype, order, side, OPS[op])
     return batched_small(ctype, order, lanes, OPS[op])
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "SHARED_MAX",
-           "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes", "batched_small",
-           "batched_tile",
-           "block_order", "cond_split", "definitions", "instantiations", "leaf_shape", "leaf_smem",
-           "square_smem", "tile_groups", "tile_kernels", "tile_order", "tile_shared",
-           "tile_threads", "wide_tiles"]
+__all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
+           "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes",
+           "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
+           "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
+           "tile_kernels", "tile_order", "tile_shared", "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -85,23 +84,36 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op}, {blocks})"
 
 
-#: POTRF of the register kernels on a grid of R x R lanes per member (``grid_potrf`` of
-#: batched_small.cu) rather than on lines, by dtype character and padded order: R. On one H100
-#: (batch 10240, C order, device time, ``benchmarks/gpu_batched_ab.py grid``, 2026-11-26;
-#: ``gpu_batched_grid_h100.txt``), ms on lines against a grid of 4 x 4 at orders 17 / 24 / 32:
-#: float64 0.0367 / 0.0489 / 0.0674 against 0.0294 / 0.0393 / 0.0558, float32 0.0166 / 0.0213 /
-#: 0.0391 against 0.0172 / 0.0215 / 0.0326 (POSV and POTI, which run a POTRF kernel first from
-#: order 17, 7-14% faster); at orders 8 and 16 the lines stayed faster (float64 16: 0.0127
-#: against 0.0132 on 4 x 4 and 0.0225 on 2 x 2). Asking ptxas for 4 blocks (128 registers
-#: instead of 150 for float64) changed nothing beyond noise.
-BATCHED_GRID: dict[tuple[str, int], int] = {("d", 32): 4, ("f", 32): 4}
+#: The Cholesky family of the register kernels (POTRF, TRTRI, POTRI, POTI) on a grid of R x R
+#: lanes per member (the grid kernels of batched_small.cu) rather than on lines, by dtype
+#: character, padded order and operation code: R. On one H100 (batch 10240, C order, device
+#: time, ``benchmarks/gpu_batched_ab.py grid``, 2026-11-26; ``gpu_batched_grid_h100.txt``), ms on
+#: lines against a grid of 4 x 4 at orders 17 / 24 / 32:
+#:
+#: - POTRF float64 0.0367 / 0.0489 / 0.0674 against 0.0294 / 0.0393 / 0.0558, float32 0.0166 /
+#:   0.0213 / 0.0391 against 0.0172 / 0.0215 / 0.0326;
+#: - TRTRI float64 0.0398 / 0.0516 / 0.0656 against 0.0313 / 0.0463 / 0.0661, float32 0.0226 /
+#:   0.0261 / 0.0375 against 0.0160 / 0.0206 / 0.0377;
+#: - POTRI float64 0.0469 / 0.0597 / 0.0887 against 0.0349 / 0.0530 / 0.0884, float32 0.0276 /
+#:   0.0324 / 0.0494 against 0.0213 / 0.0282 / 0.0465;
+#: - POTI fused on the grid against POTRF then POTRI (both on the grid): see ``_SPLIT_FROM``.
+#:
+#: At orders 8 and 16 the lines stayed faster (float64 16: POTRF 0.0127 against 0.0132 on 4 x 4
+#: and 0.0225 on 2 x 2, POTRI 0.0149 against 0.0186 and 0.0244). Asking ptxas for 4 blocks (128
+#: registers instead of 150 for float64 POTRF) changed nothing beyond noise. POTRS on the grid
+#: lost at every order (the table's appendix).
+BATCHED_GRID: dict[tuple[str, int, int], int] = {(ch, 32, op): 4 for ch in "fd"
+                                                 for op in (3, 4, 6, 7)}
+#: Operation codes the grid kernels implement (POTRF, TRTRI, POTRI, POTI).
+GRID_OPS = (3, 4, 6, 7)
 
 
-def batched_grid(ctype: str, order: int, side: int) -> tuple[str, str]:
-    """Name and defining line of the grid POTRF of ``batched_small.cu`` for a scalar type, a
-    (padded) order and ``side`` x ``side`` lanes per member (``TRICOV_BATCHED_GRID``)."""
-    name = f"tricov_batched_grid_{_TAGS[ctype]}{order}x{side}"
-    return name, f"TRICOV_BATCHED_GRID({name}, {ctype}, {order}, {side}, 0)"
+def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
+    """Name and defining line of the grid kernel of operation code ``op`` (one of
+    :data:`GRID_OPS`) of ``batched_small.cu`` for a scalar type, a (padded) order and ``side`` x
+    ``side`` lanes per member (``TRICOV_BATCHED_GRID``)."""
+    name = f"tricov_batched_grid_{_TAGS[ctype]}{order}x{side}_{op}"
+    return name, f"TRICOV_BATCHED_GRID({name}, {ctype}, {order}, {side}, {op}, 0)"
 
 
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
@@ -192,7 +204,7 @@ def definitions(source: str) -> dict[str, list[str]]:
     Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
     at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
     run short), every kernel of several lines per lane at orders 8 and 16
-    (:data:`BATCHED_LANES`), and the grid POTRF at the largest order.
+    (:data:`BATCHED_LANES`), and the grid kernels at the largest order.
     For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
@@ -208,7 +220,7 @@ def definitions(source: str) -> dict[str, list[str]]:
                     if ch == _CHARS[t] and order < widest]
         out[t] = [batched_small(t, order, batched_lanes(_CHARS[t], order, op), op)[1]
                   for order, op in dict.fromkeys(kernels)]
-        out[t].append(batched_grid(t, widest, 4)[1])  # the grid POTRF, used or not
+        out[t] += [batched_grid(t, widest, 4, op)[1] for op in GRID_OPS]  # used or not
     return out
 
 

@@ -29,9 +29,9 @@
 // never uses (whole blocks of G x G above the diagonal) are not kept at all (Shape), which is
 // what lets several lines fit in a lane.
 //
-// POTRF of order 32 has a second layout (grid_potrf below, chosen by kernels.BATCHED_GRID): a
-// grid of R x R lanes per member, each lane a block of the lower triangle, which needs about
-// half the shuffles and no transposes.
+// POTRF, TRTRI, POTRI and POTI have a second layout (the grid kernels below, chosen by
+// kernels.BATCHED_GRID): a grid of R x R lanes per member, each lane a block of the lower
+// triangle, which needs about half the shuffles and no transposes.
 //
 // Failures are per member and never touch other members: POTRF records the first pivot that
 // is not positive (NaN included) and stores only the columns before it; TRTRI/POTRI find
@@ -650,68 +650,86 @@ small(long long first, long long count, int n, int m, int unit, T alpha, real_t<
     store_tile<T, N, G, false, LOWER_COLS>(a, t, live && !failed, lane, 0, Lower{false, n});
 }
 
-// ------------------------------------------------------------------------- grid POTRF
-// POTRF on a grid of R x R lanes per member (G = R^2 lanes; P = N / R): lane (x, y) keeps the
-// elements (x + R q, y + R q') of the lower triangle, q >= q' (P (P + 1) / 2 registers). Step j
-// of the right-looking factorization needs column j on every lane, but each lane only the rows
-// and columns of its own elements: rows x + R q from lane (x, j % R) and columns y + R q' (the
-// same column's rows y + R q') from lane (y, j % R), P - j / R of each, each shuffle giving every
-// lane a different value. So a step takes about half the shuffles of the row-owner layout, in
-// which a shuffle broadcasts one value to the whole group. A group of lanes (fixed q, q') reads
-// R consecutive memory elements of R lines whichever way the member is stored (a lane's (x, y)
-// follow the memory's order), so no transposes either.
-template <typename T, int N, int R>
-__device__ __forceinline__ void
-grid_potrf(long long first, long long count, int n, const long long* tp, long long tb,
-           long long ts, long long to, long long tld, int tf, long long* info, int order0,
-           int skip)
-{
-    using Re = real_t<T>;
-    constexpr int G = R * R, P = N / R;
-    const int lane = threadIdx.x & (G - 1);
-    const long long g = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
-    const long long k = first + g;
-    bool live = g < count;
-    if (live && skip && info[k] != 0) live = false;  // a failure found earlier: untouched
-    const View<T> t = member<T>(Operand{tp, tb, ts, to, tld, tf}, live, k, n, n);
-    const bool mem_rows = !(t.flags & TRANSPOSED);  // consecutive lanes: consecutive memory
-    const int x = mem_rows ? lane % R : lane / R;    // this lane's rows x + R q
-    const int y = mem_rows ? lane / R : lane % R;    // and columns y + R q'
-    const auto at = [mem_rows](int row, int col) {  // the lane of (row, col) in the group
-        return mem_rows ? row + R * col : col + R * row;
-    };
+// ------------------------------------------------------------------------- grid kernels
+// The Cholesky family on a grid of R x R lanes per member (G = R^2 lanes; P = N / R): lane
+// (x, y) keeps the elements (x + R q, y + R q') of the lower triangle, q >= q' (P (P + 1) / 2
+// registers). Each step of POTRF, TRTRI and LAUUM below is a rank-1 update of part of the
+// triangle by one column or row of it, and a lane needs that line only at its own rows x + R q
+// (from lane (x, j % R)) and columns y + R q' (from lane (y, j % R), or (j % R, y) for a row):
+// each shuffle gives every lane a different value, where in the line layout one shuffle
+// broadcasts one value to the whole group. So a step takes about half the shuffles. A group of
+// lanes (fixed q, q') reads whole 32-byte sectors of R consecutive elements of R lines whichever
+// way the member is stored: no transposes either.
+template <int R>
+struct Grid {
+    int lane, x, y;  // this lane's rows x + R q and columns y + R q'
+    bool mem_rows;   // consecutive lanes hold consecutive rows (else columns)
 
-    long long at0, di, dj;  // element (x + R q, y + R q') at at0 + q di + q' dj
+    __device__ __forceinline__ Grid(int g, bool rows_in_memory) : lane(threadIdx.x & (g - 1)) {
+        mem_rows = rows_in_memory;
+        x = mem_rows ? lane % R : lane / R;
+        y = mem_rows ? lane / R : lane % R;
+    }
+    // The lane of grid position (row, col) in the group.
+    __device__ __forceinline__ int at(int row, int col) const {
+        return mem_rows ? row + R * col : col + R * row;
+    }
+};
+
+// The lower triangle of order n between memory and the grid: a[q][q'] (q >= q') is element
+// (x + R q, y + R q'); loads give zero outside `in`, stores write inside it only.
+template <typename T, int N, int R, bool STORE, typename Region>
+__device__ __forceinline__ void grid_move(T (&a)[N / R][N / R], const View<T>& t, bool live,
+                                          int x, int y, Region in) {
+    constexpr int P = N / R;
+    if (STORE) {  // addresses recomputed, not kept from the load
+        x = opaque(x);
+        y = opaque(y);
+    }
+    long long at0, di, dj;  // element (i, j) at at0 + i di + j dj
     t.affine(at0, di, dj);
-    T a[P][P];
 #pragma unroll
     for (int q = 0; q < P; ++q)
 #pragma unroll
         for (int q2 = 0; q2 <= q; ++q2) {
             const int i = x + R * q, j = y + R * q2;
-            a[q][q2] = (live && i < n && j < n && i >= j)
-                ? t.get(at0 + x * di + y * dj + q * (R * di) + q2 * (R * dj)) : T(0);
+            const bool inside = live && i < t.nr && j < t.nc && in(i, j);
+            const long long e = at0 + x * di + y * dj + q * (R * di) + q2 * (R * dj);
+            if (STORE) {
+                if (inside) t.put(e, a[q][q2]);
+            } else {
+                a[q][q2] = inside ? t.get(e) : T(0);
+            }
         }
+}
 
+// Right-looking Cholesky: returns j + 1 for the first pivot j that was not positive (or NaN),
+// 0 if none (the same on every lane of the group). Columns left of step j are never written
+// again (selects, not products with zero, keep them: a NaN would spread), so a failing member's
+// first columns are LAPACK's.
+template <typename T, int N, int R>
+__device__ __forceinline__ int grid_potrf(T (&a)[N / R][N / R], const Grid<R>& g, int n) {
+    using Re = real_t<T>;
+    constexpr int G = R * R, P = N / R;
+    const int x = g.x, y = g.y;
     int fail = 0;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         if (j >= n) break;
         const int jr = j % R, jq = j / R;
-        const Re d = re(bcast<G>(a[jq][jq], at(jr, jr)));
+        const Re d = re(bcast<G>(a[jq][jq], g.at(jr, jr)));
         if (!fail && !(d > Re(0))) fail = j + 1;
         const Re inv = rsqrt(d);  // NaN or infinite for a failing pivot, as 1 / sqrt(d)
-        // The lanes of column j: l_jj = sqrt(d), l_ij = a_ij / l_jj (selects, not a branch).
 #pragma unroll
-        for (int q = jq; q < P; ++q) {
+        for (int q = jq; q < P; ++q) {  // the lanes of column j: l_jj = sqrt(d), l_ij
             const T lij = (x + R * q == j) ? T(d * inv) : scale(a[q][jq], inv);
             a[q][jq] = (y == jr) ? lij : a[q][jq];
         }
         T li[P], lk[P];  // l_ij of this lane's rows, conj(l_kj) of its columns
 #pragma unroll
-        for (int q = jq; q < P; ++q) li[q] = bcast<G>(a[q][jq], at(x, jr));
+        for (int q = jq; q < P; ++q) li[q] = bcast<G>(a[q][jq], g.at(x, jr));
 #pragma unroll
-        for (int q = jq; q < P; ++q) lk[q] = conj_(bcast<G>(a[q][jq], at(y, jr)));
+        for (int q = jq; q < P; ++q) lk[q] = conj_(bcast<G>(a[q][jq], g.at(y, jr)));
 #pragma unroll
         for (int q = jq; q < P; ++q) {
             // columns y + R jq: right of j only (the others are final, or column j itself)
@@ -721,33 +739,132 @@ grid_potrf(long long first, long long count, int n, const long long* tp, long lo
             for (int q2 = jq + 1; q2 <= q; ++q2) a[q][q2] -= li[q] * lk[q2];
         }
     }
-    const int failed = live ? fail : 0;
-    if (info && live && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
-
-    const int cols = failed ? failed - 1 : n;  // the columns before a failure, or all
-    const int xs = opaque(x), ys = opaque(y);    // addresses recomputed, not kept from the load
-    t.affine(at0, di, dj);
-#pragma unroll
-    for (int q = 0; q < P; ++q)
-#pragma unroll
-        for (int q2 = 0; q2 <= q; ++q2) {
-            const int i = xs + R * q, j = ys + R * q2;
-            if (live && i < n && j < cols && i >= j)
-                t.put(at0 + xs * di + ys * dj + q * (R * di) + q2 * (R * dj), a[q][q2]);
-        }
+    return fail;
 }
 
-// The grid POTRF with the register kernels' parameters (the unused ones ignored), so that one
-// launcher serves both (kernels.batched_grid names them).
-#define TRICOV_BATCHED_GRID(NAME, T, N, R, BLOCKS)                                             \
+// L <- L^-1 in place (unit: of its strict part plus I), right-looking: step j finishes row j
+// of the inverse, x_jk = -r_jk / l_jj (k < j), x_jj = 1 / l_jj, where every row i > j holds
+// r_ik = sum_{m < j} l_im x_mk left of column j; then adds l_ij x_jk to those rows.
+template <typename T, int N, int R>
+__device__ __forceinline__ void grid_trtri(T (&a)[N / R][N / R], const Grid<R>& g, int n,
+                                           bool unit) {
+    constexpr int G = R * R, P = N / R;
+    const int x = g.x, y = g.y;
+    T dinv[P];  // 1 / l_qq of the lane's diagonal elements (on the lanes x = y), off the chain
+#pragma unroll
+    for (int q = 0; q < P; ++q) dinv[q] = unit ? T(1) : T(1) / a[q][q];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        if (j >= n) break;
+        const int jr = j % R, jq = j / R;
+        const T d = bcast<G>(dinv[jq], g.at(jr, jr));
+#pragma unroll
+        for (int q2 = 0; q2 <= jq; ++q2) {  // row j, on the lanes x = j % R
+            const int col = y + R * q2;
+            const T v = (col == j) ? d : T(0) - d * a[jq][q2];
+            a[jq][q2] = (x == jr && col <= j) ? v : a[jq][q2];
+        }
+        T li[P], xj[P];  // l_ij of this lane's rows (column j of L), x_jk of its columns
+#pragma unroll
+        for (int q = jq; q < P; ++q) li[q] = bcast<G>(a[q][jq], g.at(x, jr));
+#pragma unroll
+        for (int q2 = 0; q2 <= jq; ++q2) xj[q2] = bcast<G>(a[jq][q2], g.at(jr, y));
+#pragma unroll
+        for (int q = jq; q < P; ++q)
+#pragma unroll
+            for (int q2 = 0; q2 <= jq; ++q2) {  // rows below j: r_ik += l_ij x_jk, r_ij = l_ij x_jj
+                const int col = y + R * q2;
+                const T p = li[q] * xj[q2];
+                const T v = (col == j) ? p : a[q][q2] + p;
+                const bool below = q > jq || x > jr;
+                a[q][q2] = (below && col <= j) ? v : a[q][q2];
+            }
+    }
+}
+
+// X <- X^H X (lower triangle) in place: step m adds conj(x_mi) x_mk to the rows i <= m (row m
+// itself set, as its first term), while the rows below m still hold X.
+template <typename T, int N, int R>
+__device__ __forceinline__ void grid_lauum(T (&a)[N / R][N / R], const Grid<R>& g, int n) {
+    constexpr int G = R * R, P = N / R;
+    const int x = g.x, y = g.y;
+#pragma unroll
+    for (int m = 0; m < N; ++m) {
+        if (m >= n) break;
+        const int mr = m % R, mq = m / R;
+        T xi[P], xk[P];  // conj(x_mi) of this lane's rows, x_mk of its columns
+#pragma unroll
+        for (int q = 0; q <= mq; ++q) xi[q] = conj_(bcast<G>(a[mq][q], g.at(mr, x)));
+#pragma unroll
+        for (int q2 = 0; q2 <= mq; ++q2) xk[q2] = bcast<G>(a[mq][q2], g.at(mr, y));
+#pragma unroll
+        for (int q = 0; q <= mq; ++q)
+#pragma unroll
+            for (int q2 = 0; q2 <= q; ++q2) {
+                const T p = xi[q] * xk[q2];
+                if (q < mq) {
+                    a[q][q2] += p;
+                } else {  // rows above m add, row m is set, rows below m are still X
+                    const T v = (x == mr) ? p : a[q][q2] + p;
+                    a[q][q2] = (x <= mr) ? v : a[q][q2];
+                }
+            }
+    }
+#pragma unroll
+    for (int q = 0; q < P; ++q)  // a Hermitian diagonal is real
+        a[q][q] = (x == y) ? T(re(a[q][q])) : a[q][q];
+}
+
+// The grid kernel of OP (POTRF, TRTRI, POTRI, POTI), with the register kernels' parameters
+// (the unused ones ignored), so that one launcher serves both; failures as in `small`.
+template <typename T, int N, int R, int OP>
+__device__ __forceinline__ void
+grid(long long first, long long count, int n, int unit, const long long* tp, long long tb,
+     long long ts, long long to, long long tld, int tf, long long* info, int order0, int skip)
+{
+    constexpr int G = R * R, P = N / R;
+    const long long gi = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+    const long long k = first + gi;
+    bool live = gi < count;
+    if (live && skip && info[k] != 0) live = false;  // a failure found earlier: untouched
+    const View<T> t = member<T>(Operand{tp, tb, ts, to, tld, tf}, live, k, n, n);
+    const Grid<R> g(G, !(t.flags & TRANSPOSED));
+    const bool keep_unit = OP == TRTRI && unit;
+    T a[P][P];
+    grid_move<T, N, R, false>(a, t, live, g.x, g.y, Lower{keep_unit, n});
+
+    int failed = 0;  // 1-based column of the failure, 0 if none
+    if (OP == POTRF || OP == POTI) {
+        const int fail = grid_potrf<T, N, R>(a, g, n);
+        failed = live ? fail : 0;
+    } else if (!keep_unit) {  // TRTRI, POTRI: the first exactly zero pivot
+#pragma unroll
+        for (int q = P - 1; q >= 0; --q) {  // the lowest wins: lane (x, x) is x (R + 1)
+            const unsigned zero = group_ballot<G>(live && g.x == g.y && g.x + R * q < n &&
+                                                  is_zero(a[q][q]));
+            if (zero) failed = (__ffs(zero) - 1) / (R + 1) + R * q + 1;
+        }
+    }
+    if (info && live && (failed || !skip) && g.lane == 0) info[k] = failed ? order0 + failed : 0;
+    if (OP == POTRF || OP == POTI) {  // POTI stores the factor of a failing member only
+        grid_move<T, N, R, true>(a, t, OP == POTRF ? live : live && failed, g.x, g.y,
+                                 Lower{false, failed ? failed - 1 : n});
+        if (OP == POTRF) return;
+    }
+    grid_trtri<T, N, R>(a, g, n, keep_unit);
+    if (OP != TRTRI) grid_lauum<T, N, R>(a, g, n);
+    grid_move<T, N, R, true>(a, t, live && !failed, g.x, g.y, Lower{keep_unit, n});
+}
+
+#define TRICOV_BATCHED_GRID(NAME, T, N, R, OP, BLOCKS)                                         \
     extern "C" __global__ void __launch_bounds__(128, BLOCKS)                                  \
-    NAME(long long first, long long count, int n, int, int, T, tricov::real_t<T>,              \
+    NAME(long long first, long long count, int n, int, int unit, T, tricov::real_t<T>,         \
          const long long* tp, long long tb, long long ts, long long to, long long tld, int tf, \
          const long long*, long long, long long, long long, long long, int, long long* info,   \
          int order0, int skip)                                                                 \
     {                                                                                          \
-        tricov::batched::grid_potrf<T, N, R>(first, count, n, tp, tb, ts, to, tld, tf, info,   \
-                                             order0, skip);                                    \
+        tricov::batched::grid<T, N, R, OP>(first, count, n, unit, tp, tb, ts, to, tld, tf,     \
+                                           info, order0, skip);                                \
     }
 
 // A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP,
