@@ -89,18 +89,20 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
 
 
 #: Smallest order of at most SMALL_MAX at which POTI and POSV run as two register kernels (POTRF,
-#: then the fused POTRI or POTRS on the members that did not fail) rather than as one fused
-#: kernel; absent: always fused (POTRI is, at every order). Fused POSV of order 17-32 holds two
-#: 32 x 32 tiles per member, too many registers for enough warps (2026-11-26, orders 17 / 24 /
-#: 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469 held at 168 registers by 3
-#: blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162 / 0.232 split; float32
-#: 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120. POTI of order 17-32 runs on the grid
-#: kernels (``tricov.kernels.BATCHED_GRID``), fused or as the grid POTRF and POTRI: on one H100
-#: (batch 10240, device time, benchmarks/gpu_batched_ab.py split, 2026-11-26,
-#: gpu_batched_grid_h100.txt), ms fused against split at orders 17 / 24 / 26 / 28 / 29 / 30 /
-#: 32: float64 0.050 / 0.076 / 0.109 / 0.130 / 0.152 / 0.175 / 0.192 against 0.065 / 0.099 / 0.121
-#: / 0.131 / 0.147 / 0.152 / 0.158; float32 at 17 / 24 / 32 0.030 / 0.037 / 0.056 against 0.038 /
-#: 0.051 / 0.086. Below 17 (the line kernels) fused was faster at every order measured.
+#: then the fused POTRI or POTRS on the members that did not fail) rather than as one fused kernel;
+#: absent: always fused (POTRI is, at every order: on lines, float64 0.090 ms against 0.119 for
+#: TRTRI then a LAUUM tile at 32, float32 0.050 against 0.069; 2026-11-22). Fused POSV of order
+#: 17-32 holds two 32 x 32 tiles per member, too many registers for enough warps (2026-11-26, orders
+#: 17 / 24 / 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469 held at 168 registers
+#: by 3 blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162 / 0.232 split; float32
+#: 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120. POTI of order 17-32 runs on the grid kernels
+#: (``tricov.kernels.BATCHED_GRID``), fused or as the grid POTRF and POTRI: on one H100 (batch
+#: 10240, device time, benchmarks/gpu_batched_ab.py split, 2026-11-26, gpu_batched_grid_h100.txt),
+#: ms fused against split at orders 17 / 24 / 26 / 28 / 29 / 30 / 32: float64 0.050 / 0.076 / 0.109
+#: / 0.130 / 0.152 / 0.175 / 0.192 against 0.065 / 0.099 / 0.121 / 0.131 / 0.147 / 0.152 / 0.158;
+#: float32 at 17 / 24 / 32 0.030 / 0.037 / 0.056 against 0.038 / 0.051 / 0.086. Below 17 (the line
+#: kernels) fused was faster (2026-11-22, orders 8 / 16: float64 0.008 / 0.021 against 0.012 /
+#: 0.027, float32 0.006 / 0.013 against 0.009 / 0.018).
 _SPLIT_FROM = {("float64", "poti"): 29, ("float64", "posv"): 17, ("float32", "posv"): 17}
 
 
