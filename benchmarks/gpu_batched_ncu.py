@@ -7,6 +7,7 @@ so that ``ncu`` can profile one launch of its kernel.
     ncu --kernel-name regex:tricov_batched_small --launch-skip 3 --launch-count 3 \\
         --section SpeedOfLight --section WarpStateStats --section Occupancy \\
         python3 benchmarks/gpu_batched_ncu.py potrf 32
+    (the grid kernels of orders 17-32: ``--kernel-name regex:tricov_batched_grid``)
 
 (run with ``PYTHONPATH=src``). Operations: ``trmm``, ``potrf``, ``potri``, ``potrs``.
 """
