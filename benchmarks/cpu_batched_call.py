@@ -12,26 +12,13 @@ per-call time is printed in microseconds. ``LABEL`` starts the line.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 
 import numba
 import numpy as np
 
 import tricov as tc
-
-
-def per_call(fn: Callable[[], object], calls: int = 200, rounds: int = 5) -> float:
-    """Best microseconds per call of ``fn`` over ``rounds`` loops of ``calls`` calls."""
-    for _ in range(20):
-        fn()
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t) / calls * 1e6)
-    return best
+from tricov.bench.devices import call_microseconds
 
 
 def cases(rng: np.random.Generator, batch: int, n: int) -> dict[str, Callable[[], object]]:
@@ -58,7 +45,7 @@ def cases(rng: np.random.Generator, batch: int, n: int) -> dict[str, Callable[[]
 def main(label: str = "") -> None:
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     rng = np.random.default_rng(0)
-    out = [f"{name} {per_call(fn):.1f}"
+    out = [f"{name} {call_microseconds(fn):.1f}"
            for batch, n in ((1, 4), (4, 64), (4, 128))
            for name, fn in cases(rng, batch, n).items()]
     print(label, " | ".join(out), flush=True)

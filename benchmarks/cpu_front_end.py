@@ -10,26 +10,12 @@ numpy.linalg.cholesky on the same matrix as the peer. ``LABEL`` starts the line.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 import tricov as tc
 from tricov._policy import leaf_sizes
-
-
-def per_call(fn: Callable[[], object], calls: int = 2000, rounds: int = 5) -> float:
-    """Best microseconds per call of ``fn`` over ``rounds`` loops of ``calls`` calls."""
-    for _ in range(200):
-        fn()
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t) / calls * 1e6)
-    return best
+from tricov.bench.devices import call_microseconds
 
 
 def main(label: str = "") -> None:
@@ -46,7 +32,8 @@ def main(label: str = "") -> None:
              "numpy cholesky 4": lambda: np.linalg.cholesky(spd),
              "batched potrf 4 x1": lambda: tc.batched.potrf(stack.copy(), check=False),
              "batched trsm 4 x1": lambda: tc.batched.trsm(low, b)}
-    print(label, " | ".join(f"{name} {per_call(fn):.1f}" for name, fn in calls.items()),
+    times = {name: call_microseconds(fn, 2000, warmup=200) for name, fn in calls.items()}
+    print(label, " | ".join(f"{name} {t:.1f}" for name, t in times.items()),
           flush=True)
 
 

@@ -12,30 +12,15 @@ line (to tell runs of two trees apart).
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import cupy as cp
 
 import tricov as tc
-
-
-def per_call(fn: Callable[[], object], calls: int = 200, rounds: int = 7) -> float:
-    """Best microseconds per call of ``fn`` over ``rounds`` loops of ``calls`` calls."""
-    for _ in range(50):
-        fn()
-    best = float("inf")
-    for _ in range(rounds):
-        cp.cuda.Device().synchronize()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        cp.cuda.Device().synchronize()
-        best = min(best, (time.perf_counter() - t) / calls * 1e6)
-    return best
+from tricov.bench.devices import call_microseconds
 
 
 def main(label: str = "") -> None:
+    sync = cp.cuda.Device().synchronize
     batch, n = 10240, 8
     rng = cp.random.default_rng(0)
     x = rng.standard_normal((batch, n, n))
@@ -56,7 +41,8 @@ def main(label: str = "") -> None:
                   "torch cholesky_ex": lambda: torch.linalg.cholesky_ex(ta)}
     except ImportError:
         pass
-    print(label, " | ".join(f"{name} {per_call(fn):.1f}" for name, fn in calls.items()),
+    times = {name: call_microseconds(fn, 200, 7, 50, sync) for name, fn in calls.items()}
+    print(label, " | ".join(f"{name} {t:.1f}" for name, t in times.items()),
           flush=True)
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "event_seconds", "get_device",
-           "kernel_times"]
+__all__ = ["DEVICES", "CPUDevice", "Device", "GPUDevice", "call_microseconds", "event_seconds",
+           "get_device", "kernel_times"]
 
 Arrays = dict[str, Any]
 Call = Callable[[Arrays], object]
@@ -225,6 +225,27 @@ def get_device(name: str) -> Device:
         return factory()
     except ImportError as e:
         raise ValueError(f"device {name!r} is not available here: {e}") from None
+
+
+def call_microseconds(call: Callable[[], object], calls: int = 200, rounds: int = 5,
+                      warmup: int = 20, sync: Callable[[], object] | None = None) -> float:
+    """Best host microseconds per call of ``call`` over ``rounds`` loops of ``calls`` calls,
+    after ``warmup`` untimed calls: the fixed cost of a call where its work takes no time.
+    ``sync`` (a device synchronisation) runs before and after each loop, so that a loop of
+    calls that only queue GPU work is timed without the work queued before it."""
+    for _ in range(warmup):
+        call()
+    best = float("inf")
+    for _ in range(rounds):
+        if sync is not None:
+            sync()
+        t = time.perf_counter()
+        for _ in range(calls):
+            call()
+        if sync is not None:
+            sync()
+        best = min(best, (time.perf_counter() - t) / calls * 1e6)
+    return best
 
 
 def event_seconds(call: Callable[[], object], reset: Callable[[], object] | None = None,
