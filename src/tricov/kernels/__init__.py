@@ -84,6 +84,8 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
     return name, f"TRICOV_BATCHED_SMALL({name}, {ctype}, {order}, {lanes}, {op}, {blocks})"
 
 
+#: Operation codes the grid kernels implement (POTRF, TRTRI, POTRI, POTI).
+GRID_OPS = (3, 4, 6, 7)
 #: The Cholesky family of the register kernels (POTRF, TRTRI, POTRI, POTI) on a grid of R x R
 #: lanes per member (the grid kernels of batched_small.cu) rather than on lines, by dtype
 #: character, padded order and operation code: R. On one H100 (batch 10240, C order, device
@@ -103,9 +105,7 @@ def batched_small(ctype: str, order: int, lanes: int, op: int) -> tuple[str, str
 #: registers instead of 150 for float64 POTRF) changed nothing beyond noise. POTRS on the grid
 #: lost at every order (the table's appendix).
 BATCHED_GRID: dict[tuple[str, int, int], int] = {(ch, 32, op): 4 for ch in "fd"
-                                                 for op in (3, 4, 6, 7)}
-#: Operation codes the grid kernels implement (POTRF, TRTRI, POTRI, POTI).
-GRID_OPS = (3, 4, 6, 7)
+                                                 for op in GRID_OPS}
 
 
 def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
