@@ -96,14 +96,16 @@ _TILE_FROM = {("float64", "trmm"): 17, ("float64", "herk"): 17, ("float64", "lau
 #: 17 / 24 / 32): float64 fused 0.252 / 0.339 / 0.417 (0.189 / 0.257 / 0.469 held at 168 registers
 #: by 3 blocks of ``tricov.kernels.BATCHED_BLOCKS``) against 0.119 / 0.162 / 0.232 split; float32
 #: 0.085 / 0.097 / 0.121 against 0.068 / 0.081 / 0.120. POTI of order 17-32 runs on the grid kernels
-#: (``tricov.kernels.BATCHED_GRID``), fused or as the grid POTRF and POTRI: on one H100 (batch
-#: 10240, device time, benchmarks/gpu_batched_ab.py split, 2026-11-26, gpu_batched_grid_h100.txt),
-#: ms fused against split at orders 17 / 24 / 26 / 28 / 29 / 30 / 32: float64 0.050 / 0.076 / 0.109
-#: / 0.130 / 0.152 / 0.175 / 0.192 against 0.065 / 0.099 / 0.121 / 0.131 / 0.147 / 0.152 / 0.158;
-#: float32 at 17 / 24 / 32 0.030 / 0.037 / 0.056 against 0.038 / 0.051 / 0.086. Below 17 (the line
-#: kernels) fused was faster (2026-11-22, orders 8 / 16: float64 0.008 / 0.021 against 0.012 /
-#: 0.027, float32 0.006 / 0.013 against 0.009 / 0.018).
-_SPLIT_FROM = {("float64", "poti"): 29, ("float64", "posv"): 17, ("float32", "posv"): 17}
+#: (``tricov.kernels.BATCHED_GRID``), fused or as the grid POTRF and POTRI; since the grid's POTRI
+#: is one pass (TRTRI and LAUUM together), fused wins at every order: on one H100 (batch 10240,
+#: device time, benchmarks/gpu_batched_ab.py split, 2026-11-26, gpu_batched_onepass_h100.txt), ms
+#: fused against split at orders 17 / 20 / 24 / 26 / 28 / 29 / 30 / 31 / 32: float64 0.049 / 0.058 /
+#: 0.072 / 0.083 / 0.100 / 0.129 / 0.138 / 0.147 / 0.142 against 0.063 / 0.075 / 0.094 / 0.107 /
+#: 0.118 / 0.138 / 0.146 / 0.159 / 0.150; float32 at 17 / 20 / 26 / 30 / 31 / 32 0.029 / 0.033 /
+#: 0.044 / 0.055 / 0.059 / 0.058 against 0.035 / 0.039 / 0.053 / 0.071 / 0.079 / 0.077. Below 17
+#: (the line kernels) fused was faster too (2026-11-22, orders 8 / 16: float64 0.008 / 0.021
+#: against 0.012 / 0.027, float32 0.006 / 0.013 against 0.009 / 0.018).
+_SPLIT_FROM = {("float64", "posv"): 17, ("float32", "posv"): 17}
 
 
 def split_small(dtype: np.dtype, op: str, n: int) -> bool:

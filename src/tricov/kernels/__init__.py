@@ -100,6 +100,10 @@ GRID_OPS = (3, 4, 6, 7)
 #:   0.0324 / 0.0494 against 0.0213 / 0.0282 / 0.0465;
 #: - POTI fused on the grid against POTRF then POTRI (both on the grid): see ``_SPLIT_FROM``.
 #:
+#: The grid's POTRI has since become one pass (TRTRI and LAUUM together, ``grid_inverse``): float64
+#: 0.0349 / 0.0529 / 0.0869 -> 0.0330 / 0.0488 / 0.0848, float32 0.0214 / 0.0279 / 0.0467 -> 0.0181
+#: / 0.0249 / 0.0452 (``gpu_batched_onepass_h100.txt``).
+#:
 #: At orders 8 and 16 the lines stayed faster (float64 16: POTRF 0.0127 against 0.0132 on 4 x 4
 #: and 0.0225 on 2 x 2, POTRI 0.0149 against 0.0186 and 0.0244). Asking ptxas for 4 blocks (128
 #: registers instead of 150 for float64 POTRF) changed nothing beyond noise. POTRS on the grid
