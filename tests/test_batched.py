@@ -459,3 +459,18 @@ def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.attempted > 0, f"{name} has no docstring examples"
     assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
+
+
+def test_host_calls_are_not_recorded() -> None:
+    """Only CuPy stacks have a replay key (tricov.batched._replay); host calls always take the
+    full path."""
+    from tricov.batched import _replay
+
+    rng = make_rng("batched-host-replay")
+    a = tri_stack(rng, 4, np.float64, "L")
+    b = random_general(rng, BATCH + (4, 2), np.float64)
+    assert _replay.key("trsm", (a, b), ("L", "L", "N", "N", 1.0)) is None
+    _replay.clear()
+    want = tc.batched.trsm(a, b.copy())
+    assert not _replay._kept
+    np.testing.assert_array_equal(tc.batched.trsm(a, b.copy()), want)

@@ -610,6 +610,83 @@ def test_split_launches(cp, monkeypatch: pytest.MonkeyPatch, n: int) -> None:
         assert_small(err, np.float64, 151, f"syrk member {k}")
 
 
+# ----------------------------------------------------------------------- repeated calls
+@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+@pytest.mark.parametrize("n", [8, 20])
+def test_repeated_calls_replay_their_launches(cp, kind: str, n: int) -> None:
+    """A second identical call launches what the first recorded (tricov.batched._replay), on
+    the data of the second call; other options, orders the recursion serves, and replay turned
+    off all take the slow path, and every result is checked."""
+    from tricov.batched import _replay
+
+    rng = make_rng(f"gpu-batched-replay-{kind}-{n}")
+    error = {"trsm": trsm_error, "trmm": trmm_error}[kind]
+    call = getattr(tc.batched, kind)
+    opts = {"side": "L", "uplo": "L", "trans": "T", "diag": "N", "alpha": 0.5}
+    _replay.clear()
+    d_a, d_b = cp.empty(BATCH + (n, n)), cp.empty(BATCH + (n, 3))
+    for round_ in range(3):  # recorded, then replayed on new data twice
+        a, b = tri_stack(rng, n, np.float64, "L"), random_general(rng, BATCH + (n, 3), np.float64)
+        d_a[...], d_b[...] = cp.asarray(a), cp.asarray(b)
+        assert call(d_a, d_b, **opts) is d_b
+        key = _replay.key(kind, (d_a, d_b), tuple(opts.values()))
+        assert key in _replay._kept, round_
+        got = cp.asnumpy(d_b)
+        for k in members(BATCH):
+            assert_small(error(a[k], b[k], got[k], **opts), np.float64, n, f"round {round_} {k}")
+    upper = tri_stack(rng, n, np.float64, "U")  # another key: the slow path, then kept too
+    b = random_general(rng, BATCH + (n, 3), np.float64)
+    d_a[...], d_b[...] = cp.asarray(upper), cp.asarray(b)
+    call(d_a, d_b, **(opts | {"uplo": "U"}))
+    got = cp.asnumpy(d_b)
+    for k in members(BATCH):
+        assert_small(error(upper[k], b[k], got[k], **(opts | {"uplo": "U"})), np.float64, n)
+    assert len(_replay._kept) == 2
+    wide = cp.asarray(tri_stack(rng, 40, np.float64, "L"))  # above the register kernels
+    call(wide, cp.ones(BATCH + (40, 2)), **opts)
+    assert len(_replay._kept) == 2
+    tc.set_cuda_graphs(False)
+    try:
+        assert _replay.key(kind, (d_a, d_b), tuple(opts.values())) is None
+        assert not _replay._kept
+    finally:
+        tc.set_cuda_graphs(True)
+
+
+@pytest.mark.parametrize("kind", ["potrs", "syrk", "lauum"])
+def test_replayed_potrs_syrk_lauum(cp, kind: str) -> None:
+    """The other operations that replay (no info to return): recorded, then replayed on new
+    data, every result checked."""
+    from tricov.batched import _replay
+
+    rng = make_rng(f"gpu-batched-replay-{kind}")
+    n = 12
+    _replay.clear()
+    d_a, d_b = cp.empty(BATCH + (n, n)), cp.empty(BATCH + (n, n))
+    for round_ in range(2):
+        a = tri_stack(rng, n, np.float64, "L")
+        b = random_general(rng, BATCH + (n, n), np.float64)
+        d_a[...], d_b[...] = cp.asarray(a), cp.asarray(b)
+        if kind == "potrs":
+            tc.batched.potrs(d_a, d_b)
+        elif kind == "syrk":
+            tc.batched.syrk(d_b, d_a, alpha=2.0, beta=0.5)
+        else:
+            tc.batched.lauum(d_a)
+        assert len(_replay._kept) == 1, round_
+        got_a, got_b = cp.asnumpy(d_a), cp.asnumpy(d_b)
+        for k in members(BATCH):
+            low = np.tril(a[k])
+            if kind == "potrs":
+                err = solve_error(low @ low.T, got_b[k], b[k])
+            elif kind == "syrk":
+                err = syrk_error(b[k], a[k], got_a[k], uplo="L", trans="N", alpha=2.0,
+                                 beta=0.5)
+            else:
+                err = lauum_error(a[k], got_a[k], "L")
+            assert_small(err, np.float64, n, f"round {round_} {k}")
+
+
 # ----------------------------------------------------------------------- interoperability
 def test_torch_dlpack_zero_copy(cp) -> None:
     torch = pytest.importorskip("torch")

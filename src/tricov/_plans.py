@@ -9,7 +9,8 @@ The first sighting of a key runs eagerly; the second is captured on a private st
 private cuBLAS handle that owns its workspace, so nothing allocates during the capture) and
 launched on the caller's stream; later ones just launch. The plan keeps its executor alive: its
 workspaces and the device-side status words that :attr:`Executor.info` reads after a replay.
-Set ``TRICOV_CUDA_GRAPHS=0`` or call :func:`set_cuda_graphs` to run everything eagerly.
+Set ``TRICOV_CUDA_GRAPHS=0`` or call :func:`set_cuda_graphs` to run everything eagerly (this
+also turns off the replay of batched calls' launches, :mod:`tricov.batched._replay`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ _enabled = os.environ.get("TRICOV_CUDA_GRAPHS", "1") != "0"
 
 
 def set_cuda_graphs(enabled: bool) -> None:
-    """Turn the capture and replay of CUDA graphs for repeated GPU calls on or off."""
+    """Turn the capture and replay of CUDA graphs for repeated GPU calls on or off, and with
+    them the replay of the kernel launches of repeated batched calls
+    (:mod:`tricov.batched._replay`); either way, forget what was captured or recorded."""
     global _enabled
     with _lock:
         _enabled = bool(enabled)
         _plans.clear()
+    from .batched import _replay
+
+    _replay.clear()
 
 
 def cuda_graphs_enabled() -> bool:

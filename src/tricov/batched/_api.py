@@ -30,6 +30,7 @@ from .._errors import NotPositiveDefiniteError, SingularMatrixError
 from .._frontend import real_scalar, scalar
 from .._views import Mat
 from ..backends.cuda_libs import read_small
+from . import _replay
 from ._cpu import CPUEngine
 from ._operands import Batch, Group, check_square
 
@@ -139,6 +140,13 @@ def _zero(batch: Batch, which: int) -> None:
             arr[...] = 0
 
 
+def _one_kernel(engine: Any, group: Group, order: int) -> bool:
+    """Whether ``engine`` runs an operation of ``order`` on ``group`` as kernel launches alone,
+    with the members' addresses in the launch parameters (what a replay repeats,
+    :mod:`tricov.batched._replay`): the GPU's register and tile kernels, on an affine group."""
+    return group.ptrs is None and order <= getattr(engine, "limit", -1)
+
+
 def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) -> None:
     """Member ``k`` of operand ``which`` has ``want`` rows (axis 0) or columns (axis 1), where
     ``want`` indexes the square operand 0."""
@@ -155,6 +163,9 @@ def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) ->
 
 def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag: str,
           alpha: complex) -> Array:
+    call = _replay.key(kind, (A, B), (side, uplo, trans, diag, alpha))
+    if _replay.replay(call):
+        return B
     left, lower, unit = opt.parse_side(side), opt.parse_uplo(uplo), opt.parse_diag(diag)
     batch = Batch(("A", A, False), ("B", B, True))
     op = opt.parse_trans(trans, complex_=batch.dtype.kind == "c")
@@ -164,7 +175,8 @@ def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag:
     if alpha == 0:
         _zero(batch, 1)
         return B
-    with batch as groups:
+    with _replay.Recording(call) as recording, batch as groups:
+        launches = not batch.copied
         for g in groups:
             a, b = g.views
             if b.rows == 0 or b.cols == 0:
@@ -172,7 +184,10 @@ def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag:
             tri, tri_lower = a.apply(op), lower != opt.has_t(op)
             if not left:
                 tri, tri_lower, b = tri.T, not tri_lower, b.T
-            getattr(_engine(batch, g), kind)(tri, tri_lower, unit, alpha, b)
+            engine = _engine(batch, g)
+            launches = launches and _one_kernel(engine, g, b.rows)
+            getattr(engine, kind)(tri, tri_lower, unit, alpha, b)
+        recording.keep(launches)
     return B
 
 
@@ -250,6 +265,9 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
     array([[ 5.,  0.],
            [11., 25.]])
     """
+    call = _replay.key("syrk", (A, C), (uplo, trans, alpha, beta))
+    if _replay.replay(call):
+        return C
     lower = opt.parse_uplo(uplo)
     batch = Batch(("A", A, False), ("C", C, True))
     op = opt.parse_trans(trans, complex_=batch.dtype.kind == "c", hermitian=True)
@@ -264,7 +282,8 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
                              f"{shape[1 if opt.has_t(op) else 0]} rows ({where} has shape "
                              f"{shape}, trans={trans!r})")
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-    with batch as groups:
+    with _replay.Recording(call) as recording, batch as groups:
+        launches = not batch.copied
         for g in groups:
             a, c = g.views
             if c.rows == 0:
@@ -272,7 +291,10 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
             d = a.apply(op)
             if not lower:  # the upper triangle of C is the lower one of C^T = conj(C)
                 c, d = c.T, d.conj
-            _engine(batch, g).herk(alpha, d, beta, c)
+            engine = _engine(batch, g)
+            launches = launches and _one_kernel(engine, g, c.rows)
+            engine.herk(alpha, d, beta, c)
+        recording.keep(launches)
     return C
 
 
@@ -283,18 +305,25 @@ def _lower_view(a: Mat, lower: bool) -> Mat:
 
 def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: type | None,
                **kw: Any) -> Any:
+    call = _replay.key(kind, (A,), (uplo, *kw.values())) if error is None else None
+    if _replay.replay(call):  # no info to return: LAUUM
+        return A
     lower = opt.parse_uplo(uplo)
     batch = Batch((name, A, True))
     check_square(batch, 0, name)
     infos = _Infos(batch)
-    with batch as groups:
+    with _replay.Recording(call) as recording, batch as groups:
+        launches = not batch.copied
         for g in groups:
             a = g.views[0]
             if a.rows == 0:
                 continue
-            out = getattr(_engine(batch, g), kind)(_lower_view(a, lower), **kw)
+            engine = _engine(batch, g)
+            launches = launches and _one_kernel(engine, g, a.rows)
+            out = getattr(engine, kind)(_lower_view(a, lower), **kw)
             if error is not None:
                 infos.add(g, out)
+        recording.keep(launches)
     if error is None:
         return A
     return _finish(batch, infos, check, error, A)
@@ -458,16 +487,23 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     array([[1.],
            [1.]])
     """
+    call = _replay.key("potrs", (L, B), (uplo,))
+    if _replay.replay(call):
+        return B
     lower = opt.parse_uplo(uplo)
     batch = Batch(("L", L, False), ("B", B, True))
     check_square(batch, 0, "L")
     _check_rows(batch, 1, "B", 0, axis=0)
-    with batch as groups:
+    with _replay.Recording(call) as recording, batch as groups:
+        launches = not batch.copied
         for g in groups:
             a, b = g.views
             if b.rows == 0 or b.cols == 0:
                 continue
-            _engine(batch, g).potrs(*_solve_views(a, b, lower))
+            engine = _engine(batch, g)
+            launches = launches and _one_kernel(engine, g, b.rows)
+            engine.potrs(*_solve_views(a, b, lower))
+        recording.keep(launches)
     return B
 
 

@@ -315,6 +315,11 @@ class Batch:
             self._scope.__exit__(None, None, None)
             raise
 
+    @property
+    def copied(self) -> bool:
+        """Whether members were copied to a working layout (copied back on exit)."""
+        return any(op._copies for op in self.ops)
+
     def __exit__(self, *exc: object) -> None:
         try:
             for op in self.ops:

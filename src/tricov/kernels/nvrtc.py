@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "kernel", "launch",
-           "shared_max", "sources"]
+           "parameter_buffer", "record", "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -124,18 +124,29 @@ def _layout(codes: str) -> struct.Struct:
 _buffers = threading.local()
 
 
+def parameter_buffer(codes: str) -> tuple[struct.Struct, Any, int, Any]:
+    """A new (packing, host buffer, address of the slot addresses, the slot addresses) for
+    parameters of type codes ``codes``."""
+    layout = _layout(codes)
+    host = ctypes.create_string_buffer(layout.size)
+    base = ctypes.addressof(host)
+    slots = (ctypes.c_void_p * len(codes))(*(base + _SLOT * i for i in range(len(codes))))
+    return layout, host, ctypes.addressof(slots), slots
+
+
 def _parameters(codes: str) -> tuple[struct.Struct, Any, int, Any]:
-    """(packing, host buffer, address of the slot addresses, the slot addresses) of
-    ``codes`` for the calling thread."""
+    """The calling thread's :func:`parameter_buffer` of ``codes``."""
     table = _buffers.__dict__.setdefault("table", {})
     entry = table.get(codes)
     if entry is None:
-        layout = _layout(codes)
-        host = ctypes.create_string_buffer(layout.size)
-        base = ctypes.addressof(host)
-        slots = (ctypes.c_void_p * len(codes))(*(base + _SLOT * i for i in range(len(codes))))
-        entry = table[codes] = (layout, host, ctypes.addressof(slots), slots)
+        entry = table[codes] = parameter_buffer(codes)
     return entry
+
+
+def record(launches: list | None) -> None:
+    """Append every later :func:`launch` of the calling thread to ``launches``, as (kernel,
+    grid, block, codes, parameters, shared), until called with None."""
+    _buffers.recording = launches
 
 
 def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: Any,
@@ -168,6 +179,9 @@ def launch(kernel: Any, grid: int, block: int, stream: int, codes: str, *args: A
     """
     from cupy.cuda import driver
 
+    recording = getattr(_buffers, "recording", None)
+    if recording is not None:
+        recording.append((kernel, grid, block, codes, args, shared))
     layout, host, slots, _ = _parameters(codes)
     layout.pack_into(host, 0, *args)
     allow_shared(kernel, shared)
