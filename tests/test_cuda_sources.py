@@ -85,3 +85,18 @@ def test_launch_parameters_pack_into_their_slots():
                struct.unpack_from("<d", host, 64)[0], struct.unpack_from("<f", host, 80)[0]]
         assert got == list(values)
     assert nvrtc._parameters(codes)[1] is host  # one buffer per thread and layout
+
+
+def test_address_offsets_count_complex_values_twice():
+    """The replay of batched calls redirects an info address by its offset in the packed
+    parameters: a complex parameter is given as two values but takes one slot."""
+    from tricov.kernels.nvrtc import address_offsets, parameter_buffer
+
+    codes, args = "qDQiQ", (7, 1.0, -2.0, 0xABC0, 3, 0xABC0)
+    offsets = address_offsets(codes, args, 0xABC0)
+    layout, host, _, _ = parameter_buffer(codes)
+    layout.pack_into(host, 0, *args)
+    assert offsets == (32, 64)
+    for at in offsets:
+        assert int.from_bytes(host.raw[at:at + 8], "little") == 0xABC0
+    assert address_offsets(codes, args, 0xDEF0) == ()

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "allow_shared", "function", "kernel", "launch",
-           "parameter_buffer", "record", "shared_max", "sources"]
+__all__ = ["CTYPE", "SOURCE_DIR", "address_offsets", "allow_shared", "function", "kernel",
+           "launch", "parameter_buffer", "record", "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -141,6 +141,17 @@ def _parameters(codes: str) -> tuple[struct.Struct, Any, int, Any]:
     if entry is None:
         entry = table[codes] = parameter_buffer(codes)
     return entry
+
+
+def address_offsets(codes: str, args: tuple, address: int) -> tuple[int, ...]:
+    """Byte offsets, in a :func:`parameter_buffer` of ``codes`` packed with ``args``, of the
+    address parameters (code ``Q``) equal to ``address``."""
+    offsets, at = [], 0
+    for slot, code in enumerate(codes):
+        if code == "Q" and args[at] == address:
+            offsets.append(_SLOT * slot)
+        at += 2 if code in "FD" else 1  # a complex value is given as two
+    return tuple(offsets)
 
 
 def record(launches: list | None) -> None:
