@@ -461,16 +461,58 @@ def test_docstring_examples(name: str) -> None:
     assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
 
 
-def test_host_calls_are_not_recorded() -> None:
-    """Only CuPy stacks have a replay key (tricov.batched._replay); host calls always take the
-    full path."""
+@pytest.mark.parametrize("kind", ["trsm", "potrf", "posv"])
+def test_repeated_host_calls_replay(kind: str) -> None:
+    """A repeated call on the same stacks reruns the lane kernels its first call recorded
+    (tricov.batched._replay), on the data of the repeated call and with a new info array;
+    lists, other options, orders above the lane kernels and replay turned off take the full
+    path. Every result is checked."""
     from tricov.batched import _replay
 
-    rng = make_rng("batched-host-replay")
-    a = tri_stack(rng, 4, np.float64, "L")
-    b = random_general(rng, BATCH + (4, 2), np.float64)
-    assert _replay.key("trsm", (a, b), ("L", "L", "N", "N", 1.0)) is None
+    rng = make_rng("batched-host-replay", kind)
+    n = 6
     _replay.clear()
-    want = tc.batched.trsm(a, b.copy())
-    assert not _replay._kept
-    np.testing.assert_array_equal(tc.batched.trsm(a, b.copy()), want)
+    a_mem, b_mem = np.empty(BATCH + (n, n)), np.empty(BATCH + (n, 3))
+    infos = []
+    for round_ in range(3):  # recorded, replayed, replayed with a failing member
+        spd = spd_stack(rng, n, np.float64)
+        tri = np.linalg.cholesky(spd)
+        b = random_general(rng, BATCH + (n, 3), np.float64)
+        if round_ == 2:
+            spd[1, 2] = -spd[1, 2]  # flat member 5 fails at its first pivot
+        a_mem[...], b_mem[...] = (tri if kind == "trsm" else spd), b
+        if kind == "trsm":
+            assert tc.batched.trsm(a_mem, b_mem, trans="T") is b_mem
+        elif round_ == 2:
+            with pytest.raises(tc.NotPositiveDefiniteError) as caught:
+                getattr(tc.batched, kind)(*((a_mem,) if kind == "potrf" else (a_mem, b_mem)))
+            assert list(caught.value.indices) == [5] and list(caught.value.orders) == [1]
+        else:
+            args = (a_mem,) if kind == "potrf" else (a_mem, b_mem)
+            info = getattr(tc.batched, kind)(*args, check=False)
+            assert isinstance(info, np.ndarray) and info.shape == BATCH and not info.any()
+            infos.append(info)
+        assert len(_replay._kept) == 1, round_
+        for k in members(BATCH):
+            if round_ == 2 and k == (1, 2):
+                continue
+            if kind == "trsm":
+                err = trsm_error(tri[k], b[k], b_mem[k], side="L", uplo="L", trans="T",
+                                 diag="N", alpha=1.0)
+            elif kind == "potrf":
+                err = potrf_error(spd[k], a_mem[k], "L")
+            else:
+                err = solve_error(hermitian_from(spd[k], "L"), b_mem[k], b[k])
+            assert_small(err, np.float64, n, f"round {round_} {k}")
+    if infos:
+        assert infos[0] is not infos[1] and not infos[0].any() and not infos[1].any()
+    tc.batched.trsm(list(a_mem.reshape(-1, n, n)), list(b_mem.reshape(-1, n, 3)))
+    wide = tri_stack(rng, 200, np.float64, "L")  # above the lane kernels of TRSM
+    tc.batched.trsm(wide, np.ones(BATCH + (200, 1)))
+    assert len(_replay._kept) == 1
+    tc.set_cuda_graphs(False)
+    try:
+        assert _replay.key("trsm", (a_mem, b_mem), ("L", "L", "N", "N", 1.0)) is None
+        assert not _replay._kept
+    finally:
+        tc.set_cuda_graphs(True)

@@ -52,6 +52,7 @@ class Engine(Protocol):
     def poti(self, a: Mat) -> Any: ...
     def potrs(self, lv: Mat, b: Mat) -> None: ...
     def posv(self, a: Mat, b: Mat) -> Any: ...
+    def replayable(self, op: str, n: int, m: int = 0) -> bool: ...
 
 
 @functools.cache
@@ -128,7 +129,7 @@ def _replayed(info: Any, shape: tuple[int, ...], check: bool, error: type, resul
     kernels wrote: as :func:`_finish`."""
     if not check:
         return info.reshape(shape)
-    return _raise_failures(read_small(info).reshape(shape), error, result)
+    return _raise_failures(_on_host(info).reshape(shape), error, result)
 
 
 def _raise_failures(info: np.ndarray, error: type, result: Any) -> Any:
@@ -150,13 +151,6 @@ def _zero(batch: Batch, which: int) -> None:
     with batch.on_device():
         for arr in batch.ops[which].arrays:
             arr[...] = 0
-
-
-def _one_kernel(engine: Any, group: Group, order: int) -> bool:
-    """Whether ``engine`` runs an operation of ``order`` on ``group`` as kernel launches alone,
-    with the members' addresses in the launch parameters (what a replay repeats,
-    :mod:`tricov.batched._replay`): the GPU's register and tile kernels, on an affine group."""
-    return group.ptrs is None and order <= getattr(engine, "limit", -1)
 
 
 def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) -> None:
@@ -197,7 +191,7 @@ def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag:
             if not left:
                 tri, tri_lower, b = tri.T, not tri_lower, b.T
             engine = _engine(batch, g)
-            launches = launches and _one_kernel(engine, g, b.rows)
+            launches = launches and engine.replayable(kind, b.rows, b.cols)
             getattr(engine, kind)(tri, tri_lower, unit, alpha, b)
         recording.keep(launches)
     return B
@@ -304,7 +298,7 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
             if not lower:  # the upper triangle of C is the lower one of C^T = conj(C)
                 c, d = c.T, d.conj
             engine = _engine(batch, g)
-            launches = launches and _one_kernel(engine, g, c.rows)
+            launches = launches and engine.replayable("herk", c.rows, d.cols)
             engine.herk(alpha, d, beta, c)
         recording.keep(launches)
     return C
@@ -319,7 +313,7 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
                **kw: Any) -> Any:
     call = _replay.key(kind, (A,), (uplo, *kw.values()))
     if call is not None:
-        info = None if error is None else _replay.new_info(A.shape[:-2])
+        info = None if error is None else _replay.new_info(A.shape[:-2], A)
         if _replay.replay(call, info):
             return A if error is None else _replayed(info, A.shape[:-2], check, error, A)
     lower = opt.parse_uplo(uplo)
@@ -333,7 +327,7 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
             if a.rows == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and _one_kernel(engine, g, a.rows)
+            launches = launches and engine.replayable(kind, a.rows)
             out = getattr(engine, kind)(_lower_view(a, lower), **kw)
             if error is not None:
                 infos.add(g, out)
@@ -515,7 +509,7 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
             if b.rows == 0 or b.cols == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and _one_kernel(engine, g, b.rows)
+            launches = launches and engine.replayable("potrs", b.rows, b.cols)
             engine.potrs(*_solve_views(a, b, lower))
         recording.keep(launches)
     return B
@@ -544,7 +538,7 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
     """
     call = _replay.key("posv", (A, B), (uplo,))
     if call is not None:
-        info = _replay.new_info(A.shape[:-2])
+        info = _replay.new_info(A.shape[:-2], A)
         if _replay.replay(call, info):
             return _replayed(info, A.shape[:-2], check, NotPositiveDefiniteError, B)
     lower = opt.parse_uplo(uplo)
@@ -559,7 +553,7 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
             if a.rows == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and _one_kernel(engine, g, a.rows)
+            launches = launches and engine.replayable("posv", b.rows, b.cols)
             out = engine.posv(*_solve_views(a, b, lower))
             infos.add(g, out)
         recording.keep(launches, out)

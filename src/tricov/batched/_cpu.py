@@ -83,6 +83,11 @@ class CPUEngine:
         scratch = (n + 1) * (n + m + 1) * self._lanes * self.dtype.itemsize
         return n <= LANES_MAX[op] and scratch <= SCRATCH_BYTES
 
+    def replayable(self, op: str, n: int, m: int = 0) -> bool:
+        """Whether ``op`` of order ``n`` runs as lane kernels alone (what a replay repeats,
+        :mod:`tricov.batched._replay`)."""
+        return self._small(op, n, m)
+
     def _addrs(self, view: Mat) -> np.ndarray:
         slot, offset = slot_of(view)
         return self.group.ptrs[slot] + offset if offset else self.group.ptrs[slot]

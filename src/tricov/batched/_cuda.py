@@ -65,6 +65,12 @@ class CUDAEngine:
         self.limit = small_max(self.dtype)
 
     # ------------------------------------------------------------------ helpers
+    def replayable(self, op: str, n: int, m: int = 0) -> bool:
+        """Whether ``op`` of order ``n`` runs as register or tile kernels alone with the
+        members' addresses in their parameters (what a replay repeats,
+        :mod:`tricov.batched._replay`)."""
+        return self.group.ptrs is None and n <= self.limit
+
     def _executor(self, track: bool = False, fresh: bool = False) -> BatchedCUDAExecutor:
         """An executor; with ``track``, recording failures in an info array, cleared unless
         ``fresh`` (a single kernel writes every member's info itself)."""

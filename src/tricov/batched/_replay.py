@@ -1,27 +1,35 @@
-"""Repeated batched GPU calls replayed from their recorded kernel launches.
+"""Repeated batched calls replayed from what their first run recorded.
 
-At small orders a batched call's device work is one register kernel of a few microseconds,
-while checking the operands, grouping the members and preparing the launch take tens of
-microseconds of Python. Those steps depend only on the call's arguments as the key below sees
-them (the operation and its options, and per operand its address, shape, strides and dtype, the
-device), never on the data: so a call whose key was seen before, and whose first run made only
-kernel launches through :func:`tricov.kernels.nvrtc.launch`, launches the same kernels with the
-same parameters again, on the caller's current stream, and skips the rest. Operations that
-return a per-member info (POTRF, TRTRI, POTRI, POTI, POSV) get a new info array, whose address
-replaces the recorded one in the kernels' parameters (their register kernels write every
-member's entry), and are checked from it as the slow path checks. On one H100 host, calls on
-10240 members of order 8 took 7.7-9.2 instead of 51-53 microseconds of host time for TRSM and
-TRMM (torch's ``solve_triangular`` and ``matmul``: 34-35), and 13-14 instead of 40 for POTRF
-without the check (``cholesky_ex``: 51; ``benchmarks/gpu_batched_call.py``,
-``gpu_batched_call_h100.txt``).
+At small orders a batched call's work is one kernel over the members (a register kernel on the
+GPU, the SIMD lane kernels on the CPU), while checking the operands, grouping the members and
+preparing the kernel's parameters take tens of microseconds of Python. Those steps depend only
+on the call's arguments as the key below sees them (the operation and its options, and per
+operand its address, shape, strides and dtype; the device, or on the host the thread count),
+never on the data: so a call whose key was seen before, and whose first run was such kernels
+alone, runs the same kernels with the same parameters again and skips the rest.
+
+* GPU: the launches made through :func:`tricov.kernels.nvrtc.launch`, relaunched on the
+  caller's current stream. On one H100 host, calls on 10240 members of order 8 took 7.7-9.2
+  instead of 51-53 microseconds of host time for TRSM and TRMM (torch's ``solve_triangular``
+  and ``matmul``: 34-35), and 13-14 instead of 40 for POTRF without the check (``cholesky_ex``:
+  51; ``benchmarks/gpu_batched_call.py``, ``gpu_batched_call_h100.txt``).
+* CPU: the runs of :func:`tricov.kernels.numba.small.run`, rerun on a copy of their parameter
+  block. On a 2-core VM a batched POTRF / TRSM of one member of order 4 took 8.8 / 10.1 instead
+  of 39.6 / 56.1 microseconds (``numpy.linalg.cholesky``: 4.5-7.0), and POTRF of 10240 members
+  of order 4 0.165 instead of 0.25 ms on 2 threads (``benchmarks/cpu_front_end.py``,
+  ``cpu_batched_small.py``, ``cpu_batched.txt``).
+
+Operations that return a per-member info (POTRF, TRTRI, POTRI, POTI, POSV) get a new info array,
+which the kernels write in place of the recorded call's (they write every member's entry), and
+are checked from it as the slow path checks.
 
 What the key cannot see is left to the slow path, which also decides whether a call may be
 recorded at all (:meth:`Recording.keep`): members given as lists or as DLPack tensors, stacks
-copied to a working layout, members at addresses the kernel reads from a device array, and
-any operation that does more than launch kernels (a recursion with cuBLAS above the register
-kernels, a batch of several groups). Tables that pick kernels (``tricov.kernels.BATCHED_LANES``
-and the others) are read when a call is recorded: a tool that changes them at run time turns
-the replay off first (:func:`tricov.set_cuda_graphs`, which also governs this replay).
+copied to a working layout, members at addresses a GPU kernel reads from a device array, and
+any operation that does more than these kernels (a recursion over BLAS or cuBLAS above them, a
+batch of several groups). Tables that pick kernels (``tricov.kernels.BATCHED_LANES`` and the
+others) are read when a call is recorded: a tool that changes them at run time turns the replay
+off first (:func:`tricov.set_cuda_graphs`, which also governs this replay).
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import numba
 import numpy as np
 
 from .._plans import cuda_graphs_enabled
 from ..kernels import nvrtc
+from ..kernels.numba import small
 
 __all__ = ["Recording", "clear", "key", "new_info", "replay"]
 
@@ -44,7 +54,8 @@ CAPACITY = 256
 
 _POINTER = struct.Struct("<Q")
 _lock = threading.Lock()
-_kept: OrderedDict[tuple, tuple[Any, ...]] = OrderedDict()
+# Per key: (on the host, the recorded runs or launches).
+_kept: OrderedDict[tuple, tuple[bool, tuple[Any, ...]]] = OrderedDict()
 
 
 def clear() -> None:
@@ -55,7 +66,7 @@ def clear() -> None:
 
 def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     """The replay key of a call on ``arrays`` (None where the call cannot be replayed: not all
-    CuPy arrays, or on another device than the current one, or replay turned off)."""
+    NumPy arrays or all CuPy arrays of the current device, or replay turned off)."""
     if not cuda_graphs_enabled():
         return None
     try:
@@ -63,90 +74,115 @@ def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     except TypeError:  # an option given as an array, say
         return None
     parts: list[Any] = [kind, options]
-    device = None
+    kinds = set()
     for a in arrays:
-        if type(a).__module__ != "cupy" or type(a).__name__ != "ndarray":
+        if type(a) is np.ndarray:
+            kinds.add(None)
+            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.char,
+                      a.flags.writeable)
+        elif type(a).__module__ == "cupy" and type(a).__name__ == "ndarray":
+            memory = a.data
+            kinds.add(memory.device_id)
+            parts += (memory.ptr, a.shape, a.strides, a.dtype.char)
+        else:
             return None
-        memory = a.data
-        if device is None:
-            device = memory.device_id
-        elif memory.device_id != device:
-            return None
-        parts += (memory.ptr, a.shape, a.strides, a.dtype.char)
-    import cupy
-
-    if device != cupy.cuda.runtime.getDevice():
+    if len(kinds) != 1:
         return None
-    parts.append(device)
+    device = kinds.pop()
+    if device is None:
+        parts.append(("host", numba.get_num_threads()))
+    else:
+        import cupy
+
+        if device != cupy.cuda.runtime.getDevice():
+            return None
+        parts.append(device)
     return tuple(parts)
 
 
-def new_info(shape: tuple[int, ...]) -> Any:
-    """A device int64 array of one entry per member of a stack of batch ``shape``, for
-    :func:`replay` (on the current device)."""
+def new_info(shape: tuple[int, ...], like: Any) -> Any:
+    """An int64 array of one entry per member of a stack of batch ``shape``, for
+    :func:`replay`: on the host for NumPy members ``like``, else on the current device."""
+    if type(like) is np.ndarray:
+        return np.zeros(math.prod(shape), np.int64)
     import cupy
 
     return cupy.empty(math.prod(shape), dtype=np.int64)
 
 
 def replay(call: tuple | None, info: Any = None) -> bool:
-    """Launch the kernels recorded for ``call`` on the current stream; False if none are.
+    """Run again what was recorded for ``call``; False if nothing is.
 
-    ``info``: for an operation that returns per-member info, a new device int64 array of one
-    entry per member, which the kernels write in place of the recorded call's (every member's
-    entry: the recorded kernels write them all, see :meth:`Recording.keep`).
+    ``info``: for an operation that returns per-member info, a new array from
+    :func:`new_info`, which the kernels write in place of the recorded call's.
     """
     if call is None:
         return False
+    with _lock:
+        entry = _kept.get(call)
+        if entry is None:
+            return False
+        _kept.move_to_end(call)
+    host, runs = entry
+    if host:
+        for dtype, block, tp, rp, recorded, nt in runs:
+            small.rerun(dtype, block, tp, rp, np.empty_like(recorded) if info is None else info,
+                        nt)
+        return True
     import cupy
     from cupy.cuda import driver
 
     stream = cupy.cuda.get_current_stream().ptr
     with _lock:  # held while the parameters are patched and copied by the launches
-        launches = _kept.get(call)
-        if launches is None:
-            return False
-        _kept.move_to_end(call)
-        for function, grid, block, shared, slots, host, patch, _ in launches:
+        for function, grid, block, shared, slots, buffer, patch, _ in runs:
             for at in patch:
-                _POINTER.pack_into(host, at, info.data.ptr)
+                _POINTER.pack_into(buffer, at, info.data.ptr)
             driver.launchKernel(function, grid, 1, 1, block, 1, 1, shared, stream, slots, 0)
     return True
 
 
 class Recording:
-    """The launches of one slow-path call, kept for its key if the call says they are all it
+    """The kernels of one slow-path call, kept for its key if the call says they are all it
     did (:meth:`keep`). Use as a context manager around the slow path."""
 
     def __init__(self, call: tuple | None) -> None:
         self.call = call
         self.launches: list[tuple[Any, ...]] = []
+        self.runs: list[tuple[Any, ...]] = []
         self.complete = False
         self.info: Any = None
 
     def keep(self, complete: bool, info: Any = None) -> None:
-        """Whether the launches recorded are the whole of the call's device work; ``info``,
-        the device array of per-member info they write (all of it, in batch order), whose
-        address a replay replaces by that of its own."""
+        """Whether the kernels recorded are the whole of the call's work; ``info``, the array
+        of per-member info they write (all of it, in batch order), which a replay replaces by
+        its own."""
         self.complete, self.info = complete, info
 
     def __enter__(self) -> Recording:
         if self.call is not None:
             nvrtc.record(self.launches)
+            small.record(self.runs)
         return self
 
     def __exit__(self, exc_type: Any, *exc: object) -> None:
         if self.call is None:
             return
         nvrtc.record(None)
-        if exc_type is not None or not self.complete or not self.launches:
-            return
-        info = 0 if self.info is None else self.info.data.ptr
-        kept = tuple(_frozen(*launch, info) for launch in self.launches)
-        if info and not all(launch[6] for launch in kept):
-            return  # a launch without the info array: a replay could not redirect it
+        small.record(None)
+        if exc_type is not None or not self.complete or bool(self.launches) == bool(self.runs):
+            return  # failed, incomplete, or not kernels of one kind
+        if self.runs:
+            if self.info is not None and any(run[4] is not self.info for run in self.runs):
+                return  # a run writing another info array: a replay could not redirect it
+            entry = (True, tuple(self.runs))
+        else:
+            info = 0 if self.info is None else self.info.data.ptr
+            kept = tuple(_frozen(*launch, info) for launch in self.launches)
+            if info and not all(launch[6] for launch in kept):
+                return  # a launch without the info array: a replay could not redirect it
+            entry = (False, kept)
         with _lock:
-            _kept[self.call] = kept
+            _kept[self.call] = entry
             _kept.move_to_end(self.call)
             while len(_kept) > CAPACITY:
                 _kept.popitem(last=False)

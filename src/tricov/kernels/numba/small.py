@@ -53,6 +53,7 @@ Numba's on-disk cache checks only the source file of each cached function: after
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 from numba import cfunc, njit, types
@@ -86,7 +87,7 @@ from .lanes import (
 from .simd import lanes, tload, tstore, vdiv, vfill, vnotpos, vsqrt
 
 __all__ = ["HERK", "LAUUM", "OPS", "POSV", "POTI", "POTRF", "POTRI", "POTRS", "TRMM", "TRSM",
-           "TRTRI", "lanes_for", "run"]
+           "TRTRI", "lanes_for", "record", "rerun", "run"]
 
 TRSM, TRMM, HERK, POTRF, TRTRI, LAUUM, POTRI, POTI, POTRS, POSV = range(10)
 #: Operation codes by name.
@@ -716,7 +717,28 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     block[:P_COUNT] = (op, n, m, unit, nb, 0, t[1], t[2], t[3], t[4], 0, r[1], r[2], r[3], r[4],
                        0, 0, 0, wbytes, 0)
     block[P_COUNT:P_COUNT + 3].view(np.float64)[:] = (alpha.real, alpha.imag, beta)
+    runs = getattr(_recording, "runs", None)
+    if runs is not None:
+        runs.append((dtype, block.copy(), t[0], r[0], info, nt))
     for_threads(_worker(dtype).address, _addresses(block, t[0], r[0], info), nt)
+
+
+# Per thread: the list :func:`run` appends its calls to, if any (see :func:`record`).
+_recording = threading.local()
+
+
+def record(runs: list | None) -> None:
+    """Append every later :func:`run` of the calling thread to ``runs``, as (dtype, parameter
+    block, addresses of T and R, info, threads), until called with None."""
+    _recording.runs = runs
+
+
+def rerun(dtype: np.dtype, block: np.ndarray, tp: np.ndarray, rp: np.ndarray,
+          info: np.ndarray, nt: int) -> None:
+    """A :func:`run` recorded by :func:`record` again, its info written to ``info`` (on a copy
+    of its parameter block: concurrent reruns do not share scratch or counters)."""
+    mine = block.copy()
+    for_threads(_worker(dtype).address, _addresses(mine, tp, rp, info), nt)
 
 
 _LANES = {dtype: lanes_for(dtype) for dtype in _WORKERS}
