@@ -24,3 +24,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_replay_across_tests():
+    """No test replays a batched call recorded by another (tricov.batched._replay): tests
+    change the tables that pick kernels between them."""
+    from tricov.batched import _replay
+
+    _replay.clear()

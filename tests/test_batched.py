@@ -110,16 +110,18 @@ def batched_leaf(dtype: np.dtype, size: int | None) -> contextlib.AbstractContex
 @contextmanager
 def on_path(path: str, dtype: np.dtype) -> Iterator[None]:
     """Inside the block, the CPU engine takes ``path`` for ``dtype``."""
-    from tricov.batched import _cpu
+    from tricov.batched import _cpu, _replay
 
     saved = dict(_cpu.LANES_MAX)
     if path != "lanes":
         _cpu.LANES_MAX.update(dict.fromkeys(saved, 0))
+    _replay.clear()  # calls recorded on another path
     try:
         with batched_leaf(dtype, 16 if path == "recursion" else None):
             yield
     finally:
         _cpu.LANES_MAX.update(saved)
+        _replay.clear()
 
 
 def layout_pair(i: int) -> tuple[str, str]:

@@ -208,6 +208,9 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
     size : int or None
         At least 1.
     """
+    from .batched import _replay
+
+    _replay.clear()  # a recorded batched call ran under the sizes before
     key = (backend, np.dtype(dtype).name)
     if size is None:
         with _lock:

@@ -29,7 +29,8 @@ copied to a working layout, members at addresses a GPU kernel reads from a devic
 any operation that does more than these kernels (a recursion over BLAS or cuBLAS above them, a
 batch of several groups). Tables that pick kernels (``tricov.kernels.BATCHED_LANES`` and the
 others) are read when a call is recorded: a tool that changes them at run time turns the replay
-off first (:func:`tricov.set_cuda_graphs`, which also governs this replay).
+off first (:func:`tricov.set_cuda_graphs`, which also governs this replay); setting a leaf size
+(:func:`tricov.set_leaf_size`) forgets every recorded call.
 """
 
 from __future__ import annotations
@@ -78,12 +79,12 @@ def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     for a in arrays:
         if type(a) is np.ndarray:
             kinds.add(None)
-            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.char,
+            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype,
                       a.flags.writeable)
         elif type(a).__module__ == "cupy" and type(a).__name__ == "ndarray":
             memory = a.data
             kinds.add(memory.device_id)
-            parts += (memory.ptr, a.shape, a.strides, a.dtype.char)
+            parts += (memory.ptr, a.shape, a.strides, a.dtype)  # byte order included
         else:
             return None
     if len(kinds) != 1:
