@@ -16,7 +16,10 @@ Batch indices (``NotPositiveDefiniteError.indices``, ``SingularMatrixError.indic
 C order over the batch dimensions of a stack (``numpy.unravel_index`` gives tuples), list
 positions for a list. A stack costs a few tens of microseconds of Python per call whatever
 its size (10**6 members and more); a list costs some microseconds per member, so prefer
-stacks for very many matrices of one size.
+stacks for very many matrices of one size. A call repeated on the same NumPy or CuPy stacks
+(same addresses, shapes, strides, dtype and options) whose work is the small-order kernels
+alone skips those steps and reruns what its first call recorded, in about 10 microseconds
+(:mod:`tricov.batched._replay`; ``tricov.set_cuda_graphs(False)`` turns this off).
 
 On the CPU, small orders run SIMD kernels that process 8 (float64) or 16 (float32) members at
 once (:mod:`tricov.kernels.numba.small`), larger ones the recursions of the dense path over a
