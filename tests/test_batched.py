@@ -518,3 +518,21 @@ def test_repeated_host_calls_replay(kind: str) -> None:
         assert not _replay._kept
     finally:
         tc.set_cuda_graphs(True)
+
+
+def test_replay_holds_bounded_host_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded host calls keep their members' addresses: beyond HOST_BYTES together the least
+    recently used are forgotten (the newest is always kept)."""
+    from tricov.batched import _replay
+
+    rng = make_rng("batched-replay-bytes")
+    monkeypatch.setattr(_replay, "HOST_BYTES", 1)
+    stacks = [tri_stack(rng, 4, np.float64, "L") for _ in range(3)]
+    b = random_general(rng, BATCH + (4, 1), np.float64)
+    for a in stacks:
+        tc.batched.trsm(a, b)
+        assert len(_replay._kept) == 1
+    monkeypatch.setattr(_replay, "HOST_BYTES", 1 << 30)
+    for a in stacks:
+        tc.batched.trsm(a, b)
+    assert len(_replay._kept) == 3

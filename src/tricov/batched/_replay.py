@@ -52,11 +52,14 @@ __all__ = ["Recording", "clear", "key", "new_info", "replay"]
 
 #: Calls kept (least recently used ones are dropped first).
 CAPACITY = 256
+#: Bytes of host arrays the kept calls may hold together (a host call keeps the addresses of
+#: its members, 8 bytes each per operand); least recently used calls are dropped first.
+HOST_BYTES = 256 << 20
 
 _POINTER = struct.Struct("<Q")
 _lock = threading.Lock()
-# Per key: (on the host, the recorded runs or launches).
-_kept: OrderedDict[tuple, tuple[bool, tuple[Any, ...]]] = OrderedDict()
+# Per key: (on the host, the recorded runs or launches, bytes of host arrays they hold).
+_kept: OrderedDict[tuple, tuple[bool, tuple[Any, ...], int]] = OrderedDict()
 
 
 def clear() -> None:
@@ -124,7 +127,7 @@ def replay(call: tuple | None, info: Any = None) -> bool:
         if entry is None:
             return False
         _kept.move_to_end(call)
-    host, runs = entry
+    host, runs, _ = entry
     if host:
         for dtype, block, tp, rp, recorded, nt in runs:
             small.rerun(dtype, block, tp, rp, np.empty_like(recorded) if info is None else info,
@@ -175,18 +178,21 @@ class Recording:
         if self.runs:
             if self.info is not None and any(run[4] is not self.info for run in self.runs):
                 return  # a run writing another info array: a replay could not redirect it
-            entry = (True, tuple(self.runs))
+            held = sum(block.nbytes + tp.nbytes + rp.nbytes + info.nbytes
+                       for _, block, tp, rp, info, _ in self.runs)
+            entry = (True, tuple(self.runs), held)
         else:
             info = 0 if self.info is None else self.info.data.ptr
             kept = tuple(_frozen(*launch, info) for launch in self.launches)
             if info and not all(launch[6] for launch in kept):
                 return  # a launch without the info array: a replay could not redirect it
-            entry = (False, kept)
+            entry = (False, kept, 0)
         with _lock:
             _kept[self.call] = entry
             _kept.move_to_end(self.call)
-            while len(_kept) > CAPACITY:
-                _kept.popitem(last=False)
+            held = sum(kept[2] for kept in _kept.values())
+            while len(_kept) > 1 and (len(_kept) > CAPACITY or held > HOST_BYTES):
+                held -= _kept.popitem(last=False)[1][2]
 
 
 def _frozen(kernel: Any, grid: int, block: int, codes: str, args: tuple, shared: int,
