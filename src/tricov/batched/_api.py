@@ -182,7 +182,7 @@ def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag:
         _zero(batch, 1)
         return B
     with _replay.Recording(call) as recording, batch as groups:
-        launches = not batch.copied
+        only_kernels = not batch.copied
         for g in groups:
             a, b = g.views
             if b.rows == 0 or b.cols == 0:
@@ -191,9 +191,9 @@ def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag:
             if not left:
                 tri, tri_lower, b = tri.T, not tri_lower, b.T
             engine = _engine(batch, g)
-            launches = launches and engine.replayable(kind, b.rows, b.cols)
+            only_kernels = only_kernels and engine.replayable(kind, b.rows, b.cols)
             getattr(engine, kind)(tri, tri_lower, unit, alpha, b)
-        recording.keep(launches)
+        recording.keep(only_kernels)
     return B
 
 
@@ -289,7 +289,7 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
                              f"{shape}, trans={trans!r})")
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
     with _replay.Recording(call) as recording, batch as groups:
-        launches = not batch.copied
+        only_kernels = not batch.copied
         for g in groups:
             a, c = g.views
             if c.rows == 0:
@@ -298,9 +298,9 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
             if not lower:  # the upper triangle of C is the lower one of C^T = conj(C)
                 c, d = c.T, d.conj
             engine = _engine(batch, g)
-            launches = launches and engine.replayable("herk", c.rows, d.cols)
+            only_kernels = only_kernels and engine.replayable("herk", c.rows, d.cols)
             engine.herk(alpha, d, beta, c)
-        recording.keep(launches)
+        recording.keep(only_kernels)
     return C
 
 
@@ -321,17 +321,17 @@ def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: ty
     check_square(batch, 0, name)
     infos = _Infos(batch)
     with _replay.Recording(call) as recording, batch as groups:
-        launches, out = not batch.copied and len(groups) == 1, None
+        only_kernels, out = not batch.copied and len(groups) == 1, None
         for g in groups:
             a = g.views[0]
             if a.rows == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and engine.replayable(kind, a.rows)
+            only_kernels = only_kernels and engine.replayable(kind, a.rows)
             out = getattr(engine, kind)(_lower_view(a, lower), **kw)
             if error is not None:
                 infos.add(g, out)
-        recording.keep(launches, out)
+        recording.keep(only_kernels, out)
     if error is None:
         return A
     return _finish(batch, infos, check, error, A)
@@ -503,15 +503,15 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     check_square(batch, 0, "L")
     _check_rows(batch, 1, "B", 0, axis=0)
     with _replay.Recording(call) as recording, batch as groups:
-        launches = not batch.copied
+        only_kernels = not batch.copied
         for g in groups:
             a, b = g.views
             if b.rows == 0 or b.cols == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and engine.replayable("potrs", b.rows, b.cols)
+            only_kernels = only_kernels and engine.replayable("potrs", b.rows, b.cols)
             engine.potrs(*_solve_views(a, b, lower))
-        recording.keep(launches)
+        recording.keep(only_kernels)
     return B
 
 
@@ -547,14 +547,14 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
     _check_rows(batch, 1, "B", 0, axis=0)
     infos = _Infos(batch)
     with _replay.Recording(call) as recording, batch as groups:
-        launches, out = not batch.copied and len(groups) == 1, None
+        only_kernels, out = not batch.copied and len(groups) == 1, None
         for g in groups:
             a, b = g.views
             if a.rows == 0:
                 continue
             engine = _engine(batch, g)
-            launches = launches and engine.replayable("posv", b.rows, b.cols)
+            only_kernels = only_kernels and engine.replayable("posv", b.rows, b.cols)
             out = engine.posv(*_solve_views(a, b, lower))
             infos.add(g, out)
-        recording.keep(launches, out)
+        recording.keep(only_kernels, out)
     return _finish(batch, infos, check, NotPositiveDefiniteError, B)
