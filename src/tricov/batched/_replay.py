@@ -13,11 +13,11 @@ alone, runs the same kernels with the same parameters again and skips the rest.
   instead of 51-53 microseconds of host time for TRSM and TRMM (torch's ``solve_triangular``
   and ``matmul``: 34-35), and 13-14 instead of 40 for POTRF without the check (``cholesky_ex``:
   51; ``benchmarks/gpu_batched_call.py``, ``gpu_batched_call_h100.txt``).
-* CPU: the runs of :func:`tricov.kernels.numba.small.run`, rerun on a copy of their parameter
-  block. On a 2-core VM a batched POTRF / TRSM of one member of order 4 took 8.8 / 10.1 instead
-  of 39.6 / 56.1 microseconds (``numpy.linalg.cholesky``: 4.5-7.0), and POTRF of 10240 members
-  of order 4 0.165 instead of 0.25 ms on 2 threads (``benchmarks/cpu_front_end.py``,
-  ``cpu_batched_small.py``, ``cpu_batched.txt``).
+* CPU: the runs of :func:`tricov.kernels.numba.small.run`, rerun on a new parameter block
+  with the recorded parameters. On a 2-core VM a batched POTRF / TRSM of one member of order
+  4 took 8.8 / 10.1 instead of 39.6 / 56.1 microseconds (``numpy.linalg.cholesky``: 4.5-7.0),
+  and POTRF of 10240 members of order 4 0.165 instead of 0.25 ms on 2 threads
+  (``benchmarks/cpu_front_end.py``, ``cpu_batched_small.py``, ``cpu_batched.txt``).
 
 Operations that return a per-member info (POTRF, TRTRI, POTRI, POTI, POSV) get a new info array,
 which the kernels write in place of the recorded call's (they write every member's entry), and
@@ -129,8 +129,8 @@ def replay(call: tuple | None, info: Any = None) -> bool:
         _kept.move_to_end(call)
     host, runs, _ = entry
     if host:
-        for dtype, block, tp, rp, recorded, nt in runs:
-            small.rerun(dtype, block, tp, rp, np.empty_like(recorded) if info is None else info,
+        for dtype, header, tp, rp, recorded, nt in runs:
+            small.rerun(dtype, header, tp, rp, np.empty_like(recorded) if info is None else info,
                         nt)
         return True
     import cupy
@@ -178,8 +178,8 @@ class Recording:
         if self.runs:
             if self.info is not None and any(run[4] is not self.info for run in self.runs):
                 return  # a run writing another info array: a replay could not redirect it
-            held = sum(block.nbytes + tp.nbytes + rp.nbytes + info.nbytes
-                       for _, block, tp, rp, info, _ in self.runs)
+            held = sum(header.nbytes + tp.nbytes + rp.nbytes + info.nbytes
+                       for _, header, tp, rp, info, _ in self.runs)
             entry = (True, tuple(self.runs), held)
         else:
             info = 0 if self.info is None else self.info.data.ptr

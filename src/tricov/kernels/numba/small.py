@@ -713,14 +713,24 @@ def run(op: int, dtype: np.dtype, n: int, m: int, unit: bool, alpha: complex, be
     alpha = complex(alpha)
     # one block: the parameters, the scalars, then each thread's scratch and lane infos
     wbytes = -(-(_scratch_size(op, n, m) * w * dtype.itemsize + w * 8) // 64) * 64
-    block = np.empty(P_COUNT + 3 + 8 + nt * wbytes // 8, np.int64)
+    block = np.empty(_block_size(nt, wbytes), np.int64)
     block[:P_COUNT] = (op, n, m, unit, nb, 0, t[1], t[2], t[3], t[4], 0, r[1], r[2], r[3], r[4],
                        0, 0, 0, wbytes, 0)
     block[P_COUNT:P_COUNT + 3].view(np.float64)[:] = (alpha.real, alpha.imag, beta)
     runs = getattr(_recording, "runs", None)
     if runs is not None:
-        runs.append((dtype, block.copy(), t[0], r[0], info, nt))
+        runs.append((dtype, block[:_HEADER].copy(), t[0], r[0], info, nt))
     for_threads(_worker(dtype).address, _addresses(block, t[0], r[0], info), nt)
+
+
+#: Leading entries of a parameter block that :func:`run` fills: the parameters and the scalars.
+_HEADER = P_COUNT + 3
+
+
+def _block_size(nt: int, wbytes: int) -> int:
+    """int64 entries of the parameter block of ``nt`` threads of ``wbytes`` of scratch each:
+    the header, room to align the scratch to 64 bytes, the scratch."""
+    return _HEADER + 8 + nt * wbytes // 8
 
 
 # Per thread: the list :func:`run` appends its calls to, if any (see :func:`record`).
@@ -728,17 +738,19 @@ _recording = threading.local()
 
 
 def record(runs: list | None) -> None:
-    """Append every later :func:`run` of the calling thread to ``runs``, as (dtype, parameter
-    block, addresses of T and R, info, threads), until called with None."""
+    """Append every later :func:`run` of the calling thread to ``runs``, as (dtype, header of
+    its parameter block, addresses of T and R, info, threads), until called with None."""
     _recording.runs = runs
 
 
-def rerun(dtype: np.dtype, block: np.ndarray, tp: np.ndarray, rp: np.ndarray,
+def rerun(dtype: np.dtype, header: np.ndarray, tp: np.ndarray, rp: np.ndarray,
           info: np.ndarray, nt: int) -> None:
-    """A :func:`run` recorded by :func:`record` again, its info written to ``info`` (on a copy
-    of its parameter block: concurrent reruns do not share scratch or counters)."""
-    mine = block.copy()
-    for_threads(_worker(dtype).address, _addresses(mine, tp, rp, info), nt)
+    """A :func:`run` recorded by :func:`record` again, its info written to ``info``, in a new
+    parameter block (concurrent reruns share no scratch or counters; the scratch is neither
+    copied nor cleared, as :func:`run` does not clear it)."""
+    block = np.empty(_block_size(nt, int(header[P_WBYTES])), np.int64)
+    block[:_HEADER] = header
+    for_threads(_worker(dtype).address, _addresses(block, tp, rp, info), nt)
 
 
 _LANES = {dtype: lanes_for(dtype) for dtype in _WORKERS}
