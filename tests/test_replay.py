@@ -48,6 +48,7 @@ def device(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     cuda.get_current_stream = lambda: types.SimpleNamespace(ptr=77)
     cupy = types.ModuleType("cupy")
     cupy.cuda, cupy.ndarray = cuda, _DeviceArray
+    cupy.empty = lambda count, dtype: _DeviceArray(0xDEF0, (count,))  # a new info array
     for name, module in (("cupy", cupy), ("cupy.cuda", cuda), ("cupy.cuda.driver", driver)):
         monkeypatch.setitem(sys.modules, name, module)
     return launched
@@ -76,13 +77,14 @@ def test_replayed_launch_gets_the_new_info_address(device: list[tuple]) -> None:
     complex parameter before it does not shift)."""
     _replay.clear()
     call = ("potrf-test",)
-    old_info, new_info = _DeviceArray(0xABC0), _DeviceArray(0xDEF0)
+    old_info = _DeviceArray(0xABC0)
     codes, args = "qDQiQ", (7, 1.0, -2.0, 0xABC0, 3, 0x5550)
     with _replay.Recording(call) as recording:
         nvrtc.launch(_kernel(0x42), 12, 128, 77, codes, *args)
         recording.keep(True, old_info)
     assert len(device) == 1 and call in _replay._kept
-    assert _replay.replay(call, new_info)
+    hit, info = _replay.replay(call, _DeviceArray(0x7000, (4, 8, 8)))
+    assert hit and info.data.ptr == 0xDEF0 and info.shape == (4,)
     function, grid, block, shared, stream, slots = device[-1]
     assert (function, grid, block, shared, stream) == (0x42, 12, 128, 0, 77)
     _, runs, _ = _replay._kept[call]
@@ -110,4 +112,4 @@ def test_what_is_not_kept(device: list[tuple]) -> None:
     with _replay.Recording(("nothing",)) as recording:
         recording.keep(True)
     assert not _replay._kept
-    assert not _replay.replay(("incomplete",))
+    assert _replay.replay(("incomplete",)) == (False, None)

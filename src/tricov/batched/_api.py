@@ -124,12 +124,20 @@ def _finish(batch: Batch, infos: _Infos, check: bool, error: type, result: Any) 
     return _raise_failures(infos.result(on_host=True), error, result)
 
 
-def _replayed(info: Any, shape: tuple[int, ...], check: bool, error: type, result: Any) -> Any:
-    """What a replayed call returns (:mod:`tricov.batched._replay`), from the device info its
-    kernels wrote: as :func:`_finish`."""
+def _replayed(kind: str, arrays: tuple[Any, ...], options: tuple, result: Any,
+              error: type | None = None, check: bool = True) -> tuple[tuple | None, bool, Any]:
+    """(replay key, whether the call was replayed, what it then returns): a call recorded
+    before runs its kernels again (:mod:`tricov.batched._replay`) and returns as
+    :func:`_finish` would, from the info array its kernels wrote where ``error`` is given (the
+    operation returns per-member info of the stack ``arrays[0]``)."""
+    call = _replay.key(kind, arrays, options)
+    hit, info = _replay.replay(call, arrays[0] if error is not None else None)
+    if not hit or error is None:
+        return call, hit, result
+    shape = arrays[0].shape[:-2]
     if not check:
-        return info.reshape(shape)
-    return _raise_failures(_on_host(info).reshape(shape), error, result)
+        return call, True, info.reshape(shape)
+    return call, True, _raise_failures(_on_host(info).reshape(shape), error, result)
 
 
 def _raise_failures(info: np.ndarray, error: type, result: Any) -> Any:
@@ -169,9 +177,9 @@ def _check_rows(batch: Batch, which: int, name: str, want: int, *, axis: int) ->
 
 def _trxm(kind: str, A: Array, B: Array, side: str, uplo: str, trans: str, diag: str,
           alpha: complex) -> Array:
-    call = _replay.key(kind, (A, B), (side, uplo, trans, diag, alpha))
-    if _replay.replay(call):
-        return B
+    call, hit, out = _replayed(kind, (A, B), (side, uplo, trans, diag, alpha), B)
+    if hit:
+        return out
     left, lower, unit = opt.parse_side(side), opt.parse_uplo(uplo), opt.parse_diag(diag)
     batch = Batch(("A", A, False), ("B", B, True))
     op = opt.parse_trans(trans, complex_=batch.dtype.kind == "c")
@@ -271,9 +279,9 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
     array([[ 5.,  0.],
            [11., 25.]])
     """
-    call = _replay.key("syrk", (A, C), (uplo, trans, alpha, beta))
-    if _replay.replay(call):
-        return C
+    call, hit, out = _replayed("syrk", (A, C), (uplo, trans, alpha, beta), C)
+    if hit:
+        return out
     lower = opt.parse_uplo(uplo)
     batch = Batch(("A", A, False), ("C", C, True))
     op = opt.parse_trans(trans, complex_=batch.dtype.kind == "c", hermitian=True)
@@ -311,11 +319,9 @@ def _lower_view(a: Mat, lower: bool) -> Mat:
 
 def _square_op(kind: str, A: Array, name: str, uplo: str, check: bool, error: type | None,
                **kw: Any) -> Any:
-    call = _replay.key(kind, (A,), (uplo, *kw.values()))
-    if call is not None:
-        info = None if error is None else _replay.new_info(A.shape[:-2], A)
-        if _replay.replay(call, info):
-            return A if error is None else _replayed(info, A.shape[:-2], check, error, A)
+    call, hit, out = _replayed(kind, (A,), (uplo, *kw.values()), A, error, check)
+    if hit:
+        return out
     lower = opt.parse_uplo(uplo)
     batch = Batch((name, A, True))
     check_square(batch, 0, name)
@@ -495,9 +501,9 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     array([[1.],
            [1.]])
     """
-    call = _replay.key("potrs", (L, B), (uplo,))
-    if _replay.replay(call):
-        return B
+    call, hit, out = _replayed("potrs", (L, B), (uplo,), B)
+    if hit:
+        return out
     lower = opt.parse_uplo(uplo)
     batch = Batch(("L", L, False), ("B", B, True))
     check_square(batch, 0, "L")
@@ -536,11 +542,9 @@ def posv(A: Array, B: Array, *, uplo: str = "L", check: bool = True) -> Any:
     array([[1.],
            [1.]])
     """
-    call = _replay.key("posv", (A, B), (uplo,))
-    if call is not None:
-        info = _replay.new_info(A.shape[:-2], A)
-        if _replay.replay(call, info):
-            return _replayed(info, A.shape[:-2], check, NotPositiveDefiniteError, B)
+    call, hit, out = _replayed("posv", (A, B), (uplo,), B, NotPositiveDefiniteError, check)
+    if hit:
+        return out
     lower = opt.parse_uplo(uplo)
     batch = Batch(("A", A, True), ("B", B, True))
     check_square(batch, 0, "A")

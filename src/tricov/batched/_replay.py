@@ -48,7 +48,7 @@ from .._plans import cuda_graphs_enabled
 from ..kernels import nvrtc
 from ..kernels.numba import small
 
-__all__ = ["Recording", "clear", "key", "new_info", "replay"]
+__all__ = ["Recording", "clear", "key", "replay"]
 
 #: Calls kept (least recently used ones are dropped first).
 CAPACITY = 256
@@ -104,45 +104,39 @@ def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     return tuple(parts)
 
 
-def new_info(shape: tuple[int, ...], like: Any) -> Any:
-    """An int64 array of one entry per member of a stack of batch ``shape``, for
-    :func:`replay`: on the host for NumPy members ``like``, else on the current device."""
-    if type(like) is np.ndarray:
-        return np.zeros(math.prod(shape), np.int64)
-    import cupy
+def replay(call: tuple | None, info_like: Any = None) -> tuple[bool, Any]:
+    """Run again what was recorded for ``call``: (whether anything was, the info array).
 
-    return cupy.empty(math.prod(shape), dtype=np.int64)
-
-
-def replay(call: tuple | None, info: Any = None) -> bool:
-    """Run again what was recorded for ``call``; False if nothing is.
-
-    ``info``: for an operation that returns per-member info, a new array from
-    :func:`new_info`, which the kernels write in place of the recorded call's.
+    With ``info_like`` (the stack of an operation that returns per-member info), the kernels
+    write a new int64 array of one entry per member, on its device (on the host for NumPy),
+    in place of the recorded call's info; it is returned, flat.
     """
     if call is None:
-        return False
+        return False, None
     with _lock:
         entry = _kept.get(call)
         if entry is None:
-            return False
+            return False, None
         _kept.move_to_end(call)
     host, runs, _ = entry
+    count = math.prod(info_like.shape[:-2]) if info_like is not None else 0
     if host:
+        info = np.zeros(count, np.int64) if info_like is not None else None
         for dtype, header, tp, rp, recorded, nt in runs:
             small.rerun(dtype, header, tp, rp, np.empty_like(recorded) if info is None else info,
                         nt)
-        return True
+        return True, info
     import cupy
     from cupy.cuda import driver
 
+    info = cupy.empty(count, dtype=np.int64) if info_like is not None else None
     stream = cupy.cuda.get_current_stream().ptr
     with _lock:  # held while the parameters are patched and copied by the launches
         for function, grid, block, shared, slots, buffer, patch, _ in runs:
             for at in patch:
                 _POINTER.pack_into(buffer, at, info.data.ptr)
             driver.launchKernel(function, grid, 1, 1, block, 1, 1, shared, stream, slots, 0)
-    return True
+    return True, info
 
 
 class Recording:
