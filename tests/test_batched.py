@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import product
+from typing import Any
 
 import numpy as np
 import pytest
@@ -463,51 +464,78 @@ def test_docstring_examples(name: str) -> None:
     assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
 
 
-@pytest.mark.parametrize("kind", ["trsm", "potrf", "posv"])
-def test_repeated_host_calls_replay(kind: str) -> None:
-    """A repeated call on the same stacks reruns the lane kernels its first call recorded
-    (tricov.batched._replay), on the data of the repeated call and with a new info array;
-    lists, other options, orders above the lane kernels and replay turned off take the full
-    path. Every result is checked."""
+def check_info_replay(xp: Any, kind: str, n: int) -> None:
+    """Shared by the host and device tests (tricov.batched._replay): POTRF, POSV or POTI on
+    stacks of module ``xp`` (numpy or cupy) recorded, replayed on new data, then replayed with
+    a failing member. Every result is checked; ``check=False`` returns a new info array of the
+    members' module, ``check=True`` raises for the failing member, and no replay writes the
+    info array an earlier call returned."""
     from tricov.batched import _replay
 
-    rng = make_rng("batched-host-replay", kind)
-    n = 6
+    to_host = getattr(xp, "asnumpy", np.asarray)
+    rng = make_rng("batched-replay-info", kind, xp.__name__)
     _replay.clear()
-    a_mem, b_mem = np.empty(BATCH + (n, n)), np.empty(BATCH + (n, 3))
+    a_mem, b_mem = xp.empty(BATCH + (n, n)), xp.empty(BATCH + (n, 2))
+    run = {"potrf": lambda check: tc.batched.potrf(a_mem, check=check),
+           "posv": lambda check: tc.batched.posv(a_mem, b_mem, check=check),
+           "poti": lambda check: tc.batched.poti(a_mem, check=check)}[kind]
     infos = []
     for round_ in range(3):  # recorded, replayed, replayed with a failing member
-        spd = spd_stack(rng, n, np.float64)
-        tri = np.linalg.cholesky(spd)
-        b = random_general(rng, BATCH + (n, 3), np.float64)
+        a = spd_stack(rng, n, np.float64)
         if round_ == 2:
-            spd[1, 2] = -spd[1, 2]  # flat member 5 fails at its first pivot
-        a_mem[...], b_mem[...] = (tri if kind == "trsm" else spd), b
-        if kind == "trsm":
-            assert tc.batched.trsm(a_mem, b_mem, trans="T") is b_mem
-        elif round_ == 2:
+            a[1, 2] = -a[1, 2]  # flat member 5 fails at its first pivot
+        b = random_general(rng, BATCH + (n, 2), np.float64)
+        a_mem[...], b_mem[...] = xp.asarray(a), xp.asarray(b)
+        if round_ == 2:
             with pytest.raises(tc.NotPositiveDefiniteError) as caught:
-                getattr(tc.batched, kind)(*((a_mem,) if kind == "potrf" else (a_mem, b_mem)))
+                run(True)
             assert list(caught.value.indices) == [5] and list(caught.value.orders) == [1]
         else:
-            args = (a_mem,) if kind == "potrf" else (a_mem, b_mem)
-            info = getattr(tc.batched, kind)(*args, check=False)
-            assert isinstance(info, np.ndarray) and info.shape == BATCH and not info.any()
+            info = run(False)
+            assert isinstance(info, xp.ndarray) and info.shape == BATCH
+            assert not to_host(info).any()
             infos.append(info)
         assert len(_replay._kept) == 1, round_
+        got_a, got_b = to_host(a_mem), to_host(b_mem)
         for k in members(BATCH):
             if round_ == 2 and k == (1, 2):
                 continue
-            if kind == "trsm":
-                err = trsm_error(tri[k], b[k], b_mem[k], side="L", uplo="L", trans="T",
-                                 diag="N", alpha=1.0)
-            elif kind == "potrf":
-                err = potrf_error(spd[k], a_mem[k], "L")
+            if kind == "potrf":
+                err = potrf_error(a[k], got_a[k], "L")
+            elif kind == "posv":
+                err = solve_error(hermitian_from(a[k], "L"), got_b[k], b[k])
             else:
-                err = solve_error(hermitian_from(spd[k], "L"), b_mem[k], b[k])
+                err = inverse_error(hermitian_from(a[k], "L"), got_a[k], "L")
             assert_small(err, np.float64, n, f"round {round_} {k}")
-    if infos:
-        assert infos[0] is not infos[1] and not infos[0].any() and not infos[1].any()
+    assert infos[0] is not infos[1]  # and neither was written by round 2
+    assert not to_host(infos[0]).any() and not to_host(infos[1]).any()
+
+
+@pytest.mark.parametrize("kind", ["potrf", "posv", "poti"])
+def test_repeated_host_calls_replay_with_info(kind: str) -> None:
+    check_info_replay(np, kind, 6)
+
+
+def test_repeated_host_calls_replay() -> None:
+    """A repeated TRSM on the same stacks reruns the lane kernels its first call recorded
+    (tricov.batched._replay), on the data of the repeated call; lists, orders above the lane
+    kernels and replay turned off take the full path. Every result is checked."""
+    from tricov.batched import _replay
+
+    rng = make_rng("batched-host-replay", "trsm")
+    n = 6
+    _replay.clear()
+    a_mem, b_mem = np.empty(BATCH + (n, n)), np.empty(BATCH + (n, 3))
+    for round_ in range(3):  # recorded, then replayed twice
+        tri = np.linalg.cholesky(spd_stack(rng, n, np.float64))
+        b = random_general(rng, BATCH + (n, 3), np.float64)
+        a_mem[...], b_mem[...] = tri, b
+        assert tc.batched.trsm(a_mem, b_mem, trans="T") is b_mem
+        assert len(_replay._kept) == 1, round_
+        for k in members(BATCH):
+            err = trsm_error(tri[k], b[k], b_mem[k], side="L", uplo="L", trans="T", diag="N",
+                             alpha=1.0)
+            assert_small(err, np.float64, n, f"round {round_} {k}")
     tc.batched.trsm(list(a_mem.reshape(-1, n, n)), list(b_mem.reshape(-1, n, 3)))
     wide = tri_stack(rng, 200, np.float64, "L")  # above the lane kernels of TRSM
     tc.batched.trsm(wide, np.ones(BATCH + (200, 1)))

@@ -49,6 +49,7 @@ from test_batched import (
     STACK_LAYOUTS,
     VARIANTS,
     Stacked,
+    check_info_replay,
     members,
     other_triangle,
     spd_stack,
@@ -689,47 +690,7 @@ def test_replayed_potrs_syrk_lauum(cp, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["potrf", "posv", "poti"])
 def test_replayed_calls_return_new_info(cp, kind: str) -> None:
-    """Replayed operations with a per-member info write a new info array (returned with
-    check=False, read and raised from with check=True), never the recorded call's."""
-    from tricov.batched import _replay
-
-    rng = make_rng(f"gpu-batched-replay-info-{kind}")
-    n = 12
-    _replay.clear()
-    d_a, d_b = cp.empty(BATCH + (n, n)), cp.empty(BATCH + (n, 2))
-    infos = []
-    for round_ in range(3):  # recorded, replayed, replayed with a failing member
-        a = spd_stack(rng, n, np.float64)
-        if round_ == 2:
-            a[1, 2] = -a[1, 2]  # flat member 5 fails at its first pivot
-        b = random_general(rng, BATCH + (n, 2), np.float64)
-        d_a[...], d_b[...] = cp.asarray(a), cp.asarray(b)
-        run = {"potrf": lambda check: tc.batched.potrf(d_a, check=check),
-               "posv": lambda check: tc.batched.posv(d_a, d_b, check=check),
-               "poti": lambda check: tc.batched.poti(d_a, check=check)}[kind]
-        if round_ == 2:
-            with pytest.raises(tc.NotPositiveDefiniteError) as caught:
-                run(True)
-            assert list(caught.value.indices) == [5] and list(caught.value.orders) == [1]
-        else:
-            info = run(False)
-            assert isinstance(info, cp.ndarray) and info.shape == BATCH
-            assert not cp.asnumpy(info).any()
-            infos.append(info)
-        assert len(_replay._kept) == 1, round_
-        got_a, got_b = cp.asnumpy(d_a), cp.asnumpy(d_b)
-        for k in members(BATCH):
-            if round_ == 2 and k == (1, 2):
-                continue
-            if kind == "potrf":
-                err = potrf_error(a[k], got_a[k], "L")
-            elif kind == "posv":
-                err = solve_error(hermitian_from(a[k], "L"), got_b[k], b[k])
-            else:
-                err = inverse_error(hermitian_from(a[k], "L"), got_a[k], "L")
-            assert_small(err, np.float64, n, f"round {round_} {k}")
-    assert infos[0].data.ptr != infos[1].data.ptr  # and neither was written by round 2
-    assert not cp.asnumpy(infos[0]).any() and not cp.asnumpy(infos[1]).any()
+    check_info_replay(cp, kind, 12)
 
 
 # ----------------------------------------------------------------------- interoperability
