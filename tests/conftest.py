@@ -28,8 +28,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _no_replay_across_tests():
-    """No test replays a batched call recorded by another (tricov.batched._replay): tests
-    change the tables that pick kernels between them."""
+    """No test replays a call recorded by another (tricov._calls, tricov.batched._replay):
+    tests change the tables that pick kernels, and patch executors, between them."""
+    from tricov import _calls
     from tricov.batched import _replay
 
+    _calls.clear()
     _replay.clear()

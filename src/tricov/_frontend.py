@@ -12,12 +12,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import _plans
+from . import _calls, _plans
 from ._views import Mat, view_of
 from .backends.base import Executor
 
@@ -155,7 +156,7 @@ class Operands:
         numpy or cupy.
     """
 
-    def __init__(self, *items: tuple[str, Any, bool]) -> None:
+    def __init__(self, *items: tuple[str, Any, bool], call: tuple | None = None) -> None:
         ops = [_Operand(name, as_array(x, name), written) for name, x, written in items]
         for op in ops:
             if op.user.ndim != 2:
@@ -192,6 +193,9 @@ class Operands:
             self.xp = np
         self.ex: Executor | None = None  # made inside the device context, by __enter__
         self._runner: Executor | None = None
+        # The steps a replay of this call would take (tricov._calls), while it may be recorded.
+        self._call = call
+        self._steps: list[tuple[int, Any]] | None = [] if call is not None else None
 
     def __enter__(self) -> list[Mat]:
         self._device = None
@@ -205,10 +209,13 @@ class Operands:
             if v is None:
                 op.work = self.xp.asfortranarray(op.user)
                 v = view_of(op.work)
+                self._steps = None
             views.append(v)
         return views
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None and self._steps is not None:
+            _calls.keep(self._call, self._steps)
         try:
             for op in self._ops:
                 if op.work is not None and op.written:
@@ -226,7 +233,31 @@ class Operands:
         plan's own. Later runs still start from the executor of the call, which works on the
         caller's stream (a plan's executor was bound to the private stream it was captured on).
         """
-        self.ex = _plans.run(self._runner, fn, *args)
+        self.ex, plan = _plans.run(self._runner, fn, *args)
+        if self._steps is not None:
+            if plan is None:
+                self._steps = None
+            else:
+                self._steps.append((_calls.PLAN, plan))
+
+    def raise_failure(self, error: type[Exception]) -> None:
+        """Raise ``error(info)`` where the last run reports a failure (:attr:`ex`'s info)."""
+        info = self.ex.info
+        if self._steps is not None:
+            self._steps.append((_calls.FAILURE, error))
+        if info:
+            raise error(info)
+
+    def test(self, test: Callable[[Any, Any], None], index: int) -> None:
+        """Run ``test(xp, array)`` on operand ``index`` (the caller's array), a check of its
+        data that raises; a replay of the call runs it again."""
+        if self._steps is not None:
+            self._steps.append((_calls.TEST, (test, index)))
+        test(self.xp, self.arrays[index])
+
+    def unrecorded(self) -> None:
+        """Mark the call as doing work that a replay would not repeat."""
+        self._steps = None
 
     def working(self, index: int) -> Any:
         """The memory the call works on for operand ``index`` (the array, or its copy)."""
@@ -235,5 +266,6 @@ class Operands:
 
     def conj_inplace(self, index: int) -> None:
         """Conjugate operand ``index`` (its working memory) in place."""
+        self.unrecorded()
         w = self.working(index)
         self.xp.conjugate(w, out=w)

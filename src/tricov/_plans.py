@@ -21,9 +21,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .backends.base import Executor
 
-__all__ = ["cuda_graphs_enabled", "run", "set_cuda_graphs"]
+__all__ = ["cuda_graphs_enabled", "find", "operand_key", "run", "set_cuda_graphs"]
 
 #: Plans kept per process (least recently used ones are dropped first).
 CAPACITY = 64
@@ -39,20 +41,62 @@ _enabled = os.environ.get("TRICOV_CUDA_GRAPHS", "1") != "0"
 
 def set_cuda_graphs(enabled: bool) -> None:
     """Turn the capture and replay of CUDA graphs for repeated GPU calls on or off, and with
-    them the replay of the kernel launches of repeated batched calls
-    (:mod:`tricov.batched._replay`); either way, forget what was captured or recorded."""
+    them the replay of repeated dense calls (:mod:`tricov._calls`) and of the kernel launches
+    of repeated batched calls (:mod:`tricov.batched._replay`); either way, forget what was
+    captured or recorded."""
     global _enabled
     with _lock:
         _enabled = bool(enabled)
         _plans.clear()
+    from . import _calls
     from .batched import _replay
 
+    _calls.clear()
     _replay.clear()
 
 
 def cuda_graphs_enabled() -> bool:
     """Whether repeated GPU calls replay captured CUDA graphs."""
     return _enabled
+
+
+def operand_key(kind: str, arrays: tuple[Any, ...],
+                options: tuple) -> tuple[list[Any], int | None] | None:
+    """What a call's replay key (:mod:`tricov._calls`, :mod:`tricov.batched._replay`) takes
+    from its operation, options and operands: ``(parts, device)``, the parts a list (``kind``,
+    ``options``, per operand its address, shape, strides and dtype, byte order included, and
+    for NumPy whether it is writeable), the device None for NumPy arrays. None where the call
+    cannot be replayed: graphs off, an option that cannot be hashed, operands that are not all
+    NumPy arrays or all CuPy arrays of the current device."""
+    if not _enabled:
+        return None
+    try:
+        hash(options)
+    except TypeError:  # an option given as an array, say
+        return None
+    parts: list[Any] = [kind, options]
+    kinds = set()
+    for a in arrays:
+        cls = type(a)
+        if cls is np.ndarray:
+            kinds.add(None)
+            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype,
+                      a.flags.writeable)
+        elif cls.__module__ == "cupy" and cls.__name__ == "ndarray":
+            memory = a.data
+            kinds.add(memory.device_id)
+            parts += (memory.ptr, a.shape, a.strides, a.dtype)
+        else:
+            return None
+    if len(kinds) != 1:
+        return None
+    device = kinds.pop()
+    if device is not None:
+        import cupy
+
+        if device != cupy.cuda.runtime.getDevice():
+            return None
+    return parts, device
 
 
 class _Plan:
@@ -67,34 +111,46 @@ def _nbytes(entry: Any) -> int:
     return entry.nbytes if isinstance(entry, _Plan) else 0
 
 
-def run(ex: Executor, fn: Callable[..., Any], *args: Any) -> Executor:
+def run(ex: Executor, fn: Callable[..., Any], *args: Any) -> tuple[Executor, tuple | None]:
     """Run ``fn(ex, *args)``, through a captured graph where that pays; return the executor
-    whose :attr:`~Executor.info` describes this call."""
+    whose :attr:`~Executor.info` describes this call, and the key of the plan launched (None
+    where the call ran eagerly)."""
     if ex.backend != "gpu" or not _enabled:
         fn(ex, *args)
-        return ex
+        return ex, None
     import cupy
 
     stream = cupy.cuda.get_current_stream()
     if stream.is_capturing():  # the caller is recording us into a graph of its own
         fn(ex, *args)
-        return ex
-    key = (fn, args, ex.dtype, ex.settings, cupy.cuda.Device().id)
+        return ex, None
+    key = (fn, args, ex.dtype, ex.settings(), cupy.cuda.Device().id)
     with _lock:
         entry = _plans.get(key)
         if entry is not None:
             _plans.move_to_end(key)
     if isinstance(entry, _Plan):
         entry.graph.launch(stream=stream)
-        return entry.ex
+        return entry.ex, key
     if entry is None:  # first sighting: run eagerly, remember it
         fn(ex, *args)
         _remember(key, 1)
-        return ex
+        return ex, None
     plan = _capture(ex, fn, args)
     _remember(key, plan)
     plan.graph.launch(stream=stream)
-    return plan.ex
+    return plan.ex, key
+
+
+def find(keys: list[tuple]) -> list[Any] | None:
+    """The plans of these keys, in order, as most recently used (None if one is not kept)."""
+    with _lock:
+        found = [_plans.get(key) for key in keys]
+        if not all(isinstance(plan, _Plan) for plan in found):
+            return None
+        for key in keys:
+            _plans.move_to_end(key)
+    return found
 
 
 def _remember(key: tuple, value: Any) -> None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
+
+from . import _calls, recursive
 from . import _options as opt
-from . import recursive
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
 from ._frontend import Operands, real_scalar, scalar
 from ._policy import leaf_sizes
 from ._views import Mat
+from .backends import cuda
 from .backends.base import herk_ops_ok, trxm_ops_ok
 
 __all__ = ["lauum", "posv", "poti", "potri", "potrf", "potrs", "syrk", "trmm", "trsm", "trtri"]
@@ -55,8 +58,11 @@ def _triangular(ops: Operands, rec: Callable, a: Mat, b: Mat, b_index: int, *, l
 
 def _trxm(rec: Callable, A: Array, B: Array, side: str, uplo: str, trans: str, diag: str,
           alpha: complex) -> Array:
+    call = _calls.key(rec, (A, B), (side, uplo, trans, diag, alpha))
+    if _calls.replay(call, (A, B)):
+        return B
     left, lower, unit = opt.parse_side(side), opt.parse_uplo(uplo), opt.parse_diag(diag)
-    ops = Operands(("A", A, False), ("B", B, True))
+    ops = Operands(("A", A, False), ("B", B, True), call=call)
     op = opt.parse_trans(trans, complex_=ops.complex)
     a_arr, b_arr = ops.arrays
     n = _square(a_arr, "A")
@@ -165,8 +171,11 @@ def syrk(A: Array, C: Array, *, uplo: str = "L", trans: str = "N", alpha: float 
     array([[ 5.,  0.],
            [11., 25.]])
     """
+    call = _calls.key("syrk", (A, C), (uplo, trans, alpha, beta))
+    if _calls.replay(call, (A, C)):
+        return C
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, False), ("C", C, True))
+    ops = Operands(("A", A, False), ("C", C, True), call=call)
     op = opt.parse_trans(trans, complex_=ops.complex, hermitian=True)
     a_arr, c_arr = ops.arrays
     n = _square(c_arr, "C")
@@ -207,8 +216,12 @@ def _potrf_views(ops: Operands, a: Mat) -> None:
     call, or by the executor itself where it says so (GPU: in the same read as the statuses).
     """
     ops.run(recursive.potrf, leaf_sizes(ops.ex.backend, ops.dtype), a)
+    if ops.ex.nan_pivots_reported:
+        ops.raise_failure(NotPositiveDefiniteError)
+        return
+    ops.unrecorded()
     order = ops.ex.info
-    if not order and not ops.ex.nan_pivots_reported:
+    if not order:
         xp = ops.xp
         nan = xp.flatnonzero(xp.isnan(xp.diagonal(ops.working(0))))
         order = int(nan[0]) + 1 if nan.size else 0
@@ -216,18 +229,21 @@ def _potrf_views(ops: Operands, a: Mat) -> None:
         raise NotPositiveDefiniteError(order)
 
 
-def _check_diagonal(ops: Operands, arr: Any) -> None:
-    xp = ops.xp
-    zeros = xp.flatnonzero(xp.diagonal(arr) == 0)
-    if zeros.size:
-        raise SingularMatrixError(int(zeros[0]) + 1)
+def _zero_diagonal(xp: Any, arr: Any) -> None:
+    """Raise :class:`SingularMatrixError` at the first exact zero on the diagonal of ``arr``."""
+    if xp is np:
+        zeros = np.flatnonzero(np.diagonal(arr) == 0)
+        index = int(zeros[0]) + 1 if zeros.size else 0
+    else:
+        index = cuda.zero_pivot(arr)
+    if index:
+        raise SingularMatrixError(index)
 
 
 def _potri_views(ops: Operands, a: Mat) -> None:
     nb = leaf_sizes(ops.ex.backend, ops.dtype)
     ops.run(recursive.trtri, nb, False, a)
-    if ops.ex.info:
-        raise SingularMatrixError(ops.ex.info)
+    ops.raise_failure(SingularMatrixError)
     ops.run(recursive.lauum, nb, a)
 
 
@@ -259,8 +275,11 @@ def potrf(A: Array, *, uplo: str = "L") -> Array:
     array([[2., 2.],
            [1., 2.]])
     """
+    call = _calls.key("potrf", (A,), (uplo,))
+    if _calls.replay(call, (A,)):
+        return A
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True))
+    ops = Operands(("A", A, True), call=call)
     _square(ops.arrays[0], "A")
     with ops as (a,):
         _potrf_views(ops, _lower_view(a, lower))
@@ -282,16 +301,18 @@ def trtri(A: Array, *, uplo: str = "L", diag: str = "N") -> Array:
     array([[ 0.5  ,  0.   ],
            [-0.125,  0.25 ]])
     """
+    call = _calls.key("trtri", (A,), (uplo, diag))
+    if _calls.replay(call, (A,)):
+        return A
     lower, unit = opt.parse_uplo(uplo), opt.parse_diag(diag)
-    ops = Operands(("A", A, True))
+    ops = Operands(("A", A, True), call=call)
     _square(ops.arrays[0], "A")
     if not unit:
-        _check_diagonal(ops, ops.arrays[0])
+        ops.test(_zero_diagonal, 0)
     with ops as (a,):
         ops.run(recursive.trtri, leaf_sizes(ops.ex.backend, ops.dtype), unit,
                 _lower_view(a, lower))
-    if ops.ex.info:
-        raise SingularMatrixError(ops.ex.info)
+        ops.raise_failure(SingularMatrixError)
     return A
 
 
@@ -308,8 +329,11 @@ def lauum(A: Array, *, uplo: str = "L") -> Array:
     array([[ 5.,  0.],
            [ 4., 16.]])
     """
+    call = _calls.key("lauum", (A,), (uplo,))
+    if _calls.replay(call, (A,)):
+        return A
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True))
+    ops = Operands(("A", A, True), call=call)
     _square(ops.arrays[0], "A")
     with ops as (a,):
         ops.run(recursive.lauum, leaf_sizes(ops.ex.backend, ops.dtype), _lower_view(a, lower))
@@ -336,10 +360,13 @@ def potri(L: Array, *, uplo: str = "L") -> Array:
     array([[ 0.3125,  2.    ],
            [-0.125 ,  0.25  ]])
     """
+    call = _calls.key("potri", (L,), (uplo,))
+    if _calls.replay(call, (L,)):
+        return L
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("L", L, True))
+    ops = Operands(("L", L, True), call=call)
     _square(ops.arrays[0], "L")
-    _check_diagonal(ops, ops.arrays[0])
+    ops.test(_zero_diagonal, 0)
     with ops as (a,):
         _potri_views(ops, _lower_view(a, lower))
     return L
@@ -360,8 +387,11 @@ def poti(A: Array, *, uplo: str = "L") -> Array:
     array([[ 0.3125,  2.    ],
            [-0.125 ,  0.25  ]])
     """
+    call = _calls.key("poti", (A,), (uplo,))
+    if _calls.replay(call, (A,)):
+        return A
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True))
+    ops = Operands(("A", A, True), call=call)
     _square(ops.arrays[0], "A")
     with ops as (a,):
         a = _lower_view(a, lower)
@@ -401,8 +431,11 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     array([[1.],
            [1.]])
     """
+    call = _calls.key("potrs", (L, B), (uplo,))
+    if _calls.replay(call, (L, B)):
+        return B
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("L", L, False), ("B", B, True))
+    ops = Operands(("L", L, False), ("B", B, True), call=call)
     l_arr, b_arr = ops.arrays
     _check_rhs(_square(l_arr, "L"), b_arr, "B")
     if b_arr.size == 0:
@@ -427,8 +460,11 @@ def posv(A: Array, B: Array, *, uplo: str = "L") -> Array:
     array([[1.],
            [1.]])
     """
+    call = _calls.key("posv", (A, B), (uplo,))
+    if _calls.replay(call, (A, B)):
+        return B
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True), ("B", B, True))
+    ops = Operands(("A", A, True), ("B", B, True), call=call)
     a_arr, b_arr = ops.arrays
     _check_rhs(_square(a_arr, "A"), b_arr, "B")
     with ops as (a, b):

@@ -86,8 +86,8 @@ class Executor:
     def _cj(self, x: complex) -> complex:
         return x.conjugate() if self.complex else x
 
-    @property
-    def settings(self) -> tuple:
+    @classmethod
+    def settings(cls) -> tuple:
         """Class-level settings that change which kernels run (part of a captured plan's key)."""
         return ()
 

@@ -301,9 +301,9 @@ class BatchedCUDAExecutor(Executor):
             | (4 if rev_rows else 0) | (8 if rev_cols else 0)
         return ptrs, base, stride, offset, view.ld, flags
 
-    @property
-    def settings(self) -> tuple:
-        return (self.mma,)
+    @classmethod
+    def settings(cls) -> tuple:
+        return (cls.mma,)
 
     def _info_ptr(self) -> int:
         return 0 if self.infos is None else self.infos.data.ptr

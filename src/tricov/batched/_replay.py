@@ -44,7 +44,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .._plans import cuda_graphs_enabled
+from .._plans import operand_key
 from ..kernels import nvrtc
 from ..kernels.numba import small
 
@@ -71,36 +71,11 @@ def clear() -> None:
 def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     """The replay key of a call on ``arrays`` (None where the call cannot be replayed: not all
     NumPy arrays or all CuPy arrays of the current device, or replay turned off)."""
-    if not cuda_graphs_enabled():
+    found = operand_key(kind, arrays, options)
+    if found is None:
         return None
-    try:
-        hash(options)
-    except TypeError:  # an option given as an array, say
-        return None
-    parts: list[Any] = [kind, options]
-    kinds = set()
-    for a in arrays:
-        if type(a) is np.ndarray:
-            kinds.add(None)
-            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype,
-                      a.flags.writeable)
-        elif type(a).__module__ == "cupy" and type(a).__name__ == "ndarray":
-            memory = a.data
-            kinds.add(memory.device_id)
-            parts += (memory.ptr, a.shape, a.strides, a.dtype)  # byte order included
-        else:
-            return None
-    if len(kinds) != 1:
-        return None
-    device = kinds.pop()
-    if device is None:
-        parts.append(("host", numba.get_num_threads()))
-    else:
-        import cupy
-
-        if device != cupy.cuda.runtime.getDevice():
-            return None
-        parts.append(device)
+    parts, device = found
+    parts.append(("host", numba.get_num_threads()) if device is None else device)
     return tuple(parts)
 
 

@@ -324,8 +324,9 @@ def instantiations(source: str) -> dict[str, list[str]]:
                                  "long long, int)")
                 decls.append(f"__global__ void tricov::tri_update<{t}, {lower}>(int, {t}, "
                              f"const {t}*, long long, {t}, {t}*, long long, int)")
-            decls.append(f"__global__ void tricov::diag_nan<{t}>(int, const {t}*, long long, "
-                         "int*)")
+            for zero in ("false", "true"):
+                decls.append(f"__global__ void tricov::diag_find<{t}, {zero}>(int, const {t}*, "
+                             "long long, int*)")
         elif source == "leaves.cu":
             sb = block_order(size)
             real = "float" if size == 4 or t == "tricov::cplx<float>" else "double"

@@ -36,18 +36,19 @@ __global__ void tri_update(int n, T alpha, const T* __restrict__ W, long long ld
     D[i + j * ldd] = v;
 }
 
-// status[0] <- 1 + the first i < n whose diagonal element (i, i) of the column-major A is NaN,
-// else 0: the order LAPACK reports for a NaN pivot, which cuSOLVER's POTRF does not test (a NaN
-// anywhere in the triangle reaches the diagonal of the factor in its own row). One block.
-template <typename T>
-__global__ void diag_nan(int n, const T* __restrict__ A, long long lda, int* status)
+// status[0] <- 1 + the first i < n whose diagonal element A[i * step] is NaN (ZERO false: the
+// order LAPACK reports for a NaN pivot, which cuSOLVER's POTRF does not test; a NaN anywhere in
+// the triangle reaches the diagonal of the factor in its own row) or exactly zero (ZERO true: the
+// singular pivot TRTRI and POTRI report before they compute), else 0. One block.
+template <typename T, bool ZERO>
+__global__ void diag_find(int n, const T* __restrict__ A, long long step, int* status)
 {
     __shared__ int first;
     if (threadIdx.x == 0) first = n;
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const auto d = re(A[(long long)i * (lda + 1)]);
-        if (d != d) atomicMin(&first, i);
+        const T d = A[(long long)i * step];
+        if (ZERO ? mag(d) == 0 : re(d) != re(d)) atomicMin(&first, i);
     }
     __syncthreads();
     if (threadIdx.x == 0) status[0] = first < n ? first + 1 : 0;

@@ -1,0 +1,139 @@
+"""The replay of repeated dense calls (tricov._calls) on any machine: a stand-in for CuPy and
+stand-in plans check the keys, what a replay runs and in which order, and when it declines.
+The GPU suite (tests/test_gpu_calls.py) checks replayed results on a device."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tricov as tc
+from tricov import _calls, _plans
+
+
+class _Memory:
+    def __init__(self, ptr: int, device: int = 0) -> None:
+        self.ptr, self.device_id = ptr, device
+
+
+class _DeviceArray:
+    """What a key reads of a CuPy array."""
+
+    def __init__(self, ptr: int, shape: tuple[int, int] = (8, 8), device: int = 0) -> None:
+        self.data, self.shape, self.dtype = _Memory(ptr, device), shape, np.dtype(np.float64)
+        self.strides = (8, 8 * shape[0])
+
+
+_DeviceArray.__module__, _DeviceArray.__name__ = "cupy", "ndarray"
+
+
+@pytest.fixture
+def device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    """A fake ``cupy``: device 0 current, a stream whose capture state the test sets."""
+    stream = types.SimpleNamespace(capturing=False)
+    stream.is_capturing = lambda: stream.capturing
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    cuda.get_current_stream = lambda: stream
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    return stream
+
+
+class _Graph:
+    def __init__(self, log: list, name: str) -> None:
+        self.log, self.name = log, name
+
+    def launch(self, stream: object) -> None:
+        self.log.append(("launch", self.name))
+
+
+class _Ex:
+    def __init__(self, info: int) -> None:
+        self.info = info
+
+
+def _plan(log: list, name: str, info: int = 0) -> _plans._Plan:
+    return _plans._Plan(_Graph(log, name), _Ex(info), None)
+
+
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty table of plans for the test; no call recorded after it."""
+    monkeypatch.setattr(_plans, "_plans", type(_plans._plans)())
+    yield
+    _calls.clear()
+
+
+def test_keys(device: types.SimpleNamespace) -> None:
+    a, b = _DeviceArray(0x1000), _DeviceArray(0x9000, (8, 2))
+    call = _calls.key("trsm", (a, b), ("L", 1.0))
+    assert call is not None and call == _calls.key("trsm", (a, b), ("L", 1.0))
+    assert call != _calls.key("trsm", (a, _DeviceArray(0x9000, (8, 3))), ("L", 1.0))
+    assert call != _calls.key("trsm", (a, b), ("L", 2.0))
+    assert call != _calls.key("trmm", (a, b), ("L", 1.0))
+    assert _calls.key("trsm", (a, np.ones((8, 2))), ()) is None  # NumPy: the host path
+    assert _calls.key("potrf", (np.ones((8, 8)),), ()) is None
+    assert _calls.key("trsm", (a, _DeviceArray(0x9000, (8, 2), device=1)), ()) is None
+    assert _calls.key("trsm", (a, b), (np.ones(2),)) is None  # an option that cannot be hashed
+    tc.set_leaf_size("gpu", "trsm", np.float64, 64)
+    try:
+        assert call != _calls.key("trsm", (a, b), ("L", 1.0))  # the leaf sizes are in it
+    finally:
+        tc.set_leaf_size("gpu", "trsm", np.float64, None)
+    device.capturing = True
+    assert _calls.key("trsm", (a, b), ()) is None
+    tc.set_cuda_graphs(False)
+    try:
+        device.capturing = False
+        assert _calls.key("trsm", (a, b), ()) is None
+    finally:
+        tc.set_cuda_graphs(True)
+
+
+def test_replay_takes_the_recorded_steps(device: types.SimpleNamespace, plans: None) -> None:
+    """Launches in order; a failure test raises after the launch it follows and stops the
+    call; a data test runs on the operand given now."""
+    log: list = []
+    _plans._remember("p1", _plan(log, "potrf"))
+    _plans._remember("p2", _plan(log, "trtri"))
+    _plans._remember("p3", _plan(log, "lauum"))
+
+    def test(xp, arr):
+        log.append(("test", xp.__name__, arr))
+
+    steps = [(_calls.TEST, (test, 0)), (_calls.PLAN, "p1"), (_calls.FAILURE, ValueError),
+             (_calls.PLAN, "p2"), (_calls.FAILURE, KeyError), (_calls.PLAN, "p3")]
+    _calls.keep(("poti",), steps)
+    assert _calls.replay(("poti",), ("operand",))
+    assert log == [("test", "cupy", "operand"), ("launch", "potrf"), ("launch", "trtri"),
+                   ("launch", "lauum")]
+    log.clear()
+    _plans._plans["p2"].ex.info = 7
+    with pytest.raises(KeyError, match="7"):
+        _calls.replay(("poti",), ("operand",))
+    assert log == [("test", "cupy", "operand"), ("launch", "potrf"), ("launch", "trtri")]
+    assert not _calls.replay(("other",), ()) and not _calls.replay(None, ())
+
+
+def test_replay_declines_without_its_plans(device: types.SimpleNamespace, plans: None) -> None:
+    log: list = []
+    _plans._remember("p1", _plan(log, "trsm"))
+    _plans._remember("p2", 1)  # seen once: no graph yet
+    _calls.keep(("a",), [(_calls.PLAN, "p1"), (_calls.PLAN, "p2")])
+    assert not _calls.replay(("a",), ())
+    assert ("a",) not in _calls._kept and not log  # forgotten, nothing launched
+    _calls.keep(("b",), [(_calls.FAILURE, ValueError)])  # no launch: nothing to replay
+    assert ("b",) not in _calls._kept
+
+
+def test_capacity(plans: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_calls, "CAPACITY", 3)
+    for k in range(5):
+        _calls.keep((k,), [(_calls.PLAN, "p")])
+    assert list(_calls._kept) == [(2,), (3,), (4,)]
