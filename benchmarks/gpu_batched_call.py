@@ -1,5 +1,6 @@
-"""Host time of one batched call on the GPU: tricov.batched against the torch calls a user
-would make instead, on the same members (batch 10240 of order 8, float64, C order).
+"""Host time of one batched call on the GPU: tricov.batched (on CuPy stacks, and on PyTorch
+stacks through DLPack) against the torch calls a user would make instead, on the same members
+(batch 10240 of order 8, float64, C order).
 
     PYTHONPATH=src python3 benchmarks/gpu_batched_call.py [LABEL]
 
@@ -35,6 +36,10 @@ def main(label: str = "") -> None:
         import torch
 
         tl, tb, ta = (torch.from_dlpack(v) for v in (lower, b, a))
+        tw = torch.from_dlpack(w.copy())
+        calls |= {"trsm on torch stacks": lambda: tc.batched.trsm(tl, tb),
+                  "potrf(check=False) on torch stacks": lambda: tc.batched.potrf(
+                      tw, check=False)}
         calls |= {"torch solve_triangular": lambda: torch.linalg.solve_triangular(
                       tl, tb, upper=False),
                   "torch matmul": lambda: torch.matmul(tl, tb),

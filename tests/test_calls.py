@@ -40,9 +40,20 @@ def device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     cuda.get_current_stream = lambda: stream
     cupy = types.ModuleType("cupy")
     cupy.cuda = cuda
+    cupy.from_dlpack = lambda tensor: tensor.array
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     return stream
+
+
+class _Tensor:
+    """A DLPack tensor of another library over a device array's memory."""
+
+    def __init__(self, array: _DeviceArray, device_type: int = 2) -> None:
+        self.array, self.device_type = array, device_type
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device_type, 0
 
 
 class _Graph:
@@ -81,6 +92,9 @@ def test_keys(device: types.SimpleNamespace) -> None:
     assert _calls.key("potrf", (np.ones((8, 8)),), ()) is None
     assert _calls.key("trsm", (a, _DeviceArray(0x9000, (8, 2), device=1)), ()) is None
     assert _calls.key("trsm", (a, b), (np.ones(2),)) is None  # an option that cannot be hashed
+    # a CUDA DLPack tensor is keyed as the CuPy array over its memory; a host one is not keyed
+    assert _calls.key("trsm", (_Tensor(a), b), ("L", 1.0)) == call
+    assert _calls.key("trsm", (_Tensor(a, device_type=1), b), ("L", 1.0)) is None
     tc.set_leaf_size("gpu", "trsm", np.float64, 64)
     try:
         assert call != _calls.key("trsm", (a, b), ("L", 1.0))  # the leaf sizes are in it
@@ -109,15 +123,16 @@ def test_replay_takes_the_recorded_steps(device: types.SimpleNamespace, plans: N
 
     steps = [(_calls.TEST, (test, 0)), (_calls.PLAN, "p1"), (_calls.FAILURE, ValueError),
              (_calls.PLAN, "p2"), (_calls.FAILURE, KeyError), (_calls.PLAN, "p3")]
+    operand = np.eye(2)
     _calls.keep(("poti",), steps)
-    assert _calls.replay(("poti",), ("operand",))
-    assert log == [("test", "cupy", "operand"), ("launch", "potrf"), ("launch", "trtri"),
+    assert _calls.replay(("poti",), (operand,))
+    assert log == [("test", "cupy", operand), ("launch", "potrf"), ("launch", "trtri"),
                    ("launch", "lauum")]
     log.clear()
     _plans._plans["p2"].ex.info = 7
     with pytest.raises(KeyError, match="7"):
-        _calls.replay(("poti",), ("operand",))
-    assert log == [("test", "cupy", "operand"), ("launch", "potrf"), ("launch", "trtri")]
+        _calls.replay(("poti",), (operand,))
+    assert log == [("test", "cupy", operand), ("launch", "potrf"), ("launch", "trtri")]
     assert not _calls.replay(("other",), ()) and not _calls.replay(None, ())
 
 

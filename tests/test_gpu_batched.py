@@ -717,3 +717,41 @@ def test_device_errors(cp) -> None:
     with pytest.raises(ValueError, match="overlaps"):
         d = cp.asarray(a)
         tc.batched.trsm(d, d)
+
+
+def test_torch_stacks_replay(cp) -> None:
+    """PyTorch stacks (DLPack) are keyed as the CuPy arrays over their memory: a repeated call
+    replays, results land in the caller's tensors, and a failing member raises from a replay."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from tricov.batched import _replay
+
+    rng = make_rng("gpu-batched-torch-replay")
+    _replay.clear()
+    n = 8
+    t_l = torch.empty(BATCH + (n, n), dtype=torch.float64, device="cuda")
+    t_b = torch.empty(BATCH + (n, 3), dtype=torch.float64, device="cuda")
+    t_a = torch.empty(BATCH + (n, n), dtype=torch.float64, device="cuda")
+    for round_ in range(3):
+        tri, b = tri_stack(rng, n, np.float64, "L"), random_general(rng, BATCH + (n, 3), np.float64)
+        a = spd_stack(rng, n, np.float64)
+        if round_ == 2:
+            a[1, 2] = -a[1, 2]  # flat member 5 fails at its first pivot
+        t_l.copy_(torch.from_numpy(tri)), t_b.copy_(torch.from_numpy(b))
+        t_a.copy_(torch.from_numpy(a))
+        assert tc.batched.trsm(t_l, t_b) is t_b
+        got = t_b.cpu().numpy()
+        for k in members(BATCH):
+            assert_small(trsm_error(tri[k], b[k], got[k], side="L", uplo="L", trans="N",
+                                    diag="N", alpha=1.0), np.float64, n, f"round {round_} {k}")
+        if round_ == 2:
+            with pytest.raises(tc.NotPositiveDefiniteError) as caught:
+                tc.batched.potrf(t_a)
+            assert list(caught.value.indices) == [5]
+        else:
+            assert tc.batched.potrf(t_a) is t_a
+            got = t_a.cpu().numpy()
+            for k in members(BATCH):
+                assert_small(potrf_error(a[k], got[k], "L"), np.float64, n, f"round {round_}")
+        assert len(_replay._kept) == 2, round_

@@ -225,3 +225,36 @@ def test_zero_pivot_on_any_strides(cp, dt):
                           (dev[:0, :0], host[:0, :0])):
             zeros = np.flatnonzero(np.diagonal(ref) == 0)
             assert zero_pivot(view) == (int(zeros[0]) + 1 if zeros.size else 0), (where, view)
+
+
+def test_torch_tensors_replay(cp, small_leaves, monkeypatch):
+    """PyTorch tensors (DLPack) replay as the CuPy arrays over their memory, results in the
+    caller's tensors; POTRI's zero-diagonal test runs on them from a replay."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    rng = np.random.default_rng(23)
+    slow = _slow_paths(monkeypatch)
+    t_a = torch.empty((N, N), dtype=torch.float64, device="cuda")
+    t_b = torch.empty((N, 6), dtype=torch.float64, device="cuda")
+    for trial in range(4):
+        a, b = _factor(rng, N), rng.standard_normal((N, 6))
+        t_a.copy_(torch.from_numpy(a)), t_b.copy_(torch.from_numpy(b))
+        assert tc.trsm(t_a, t_b) is t_b
+        assert np.abs(a @ t_b.cpu().numpy() - b).max() < 1e-9, trial
+        assert len(slow) == min(trial + 1, 2), trial
+    slow.clear()
+    for trial in range(4):
+        f = _factor(rng, N)
+        if trial == 3:
+            f[40, 40] = 0.0
+        t_a.copy_(torch.from_numpy(f))
+        if trial < 3:
+            tc.potri(t_a)
+            got = np.tril(t_a.cpu().numpy())
+            assert np.abs(got - np.tril(np.linalg.inv(f @ f.T))).max() < 1e-9, trial
+        else:
+            with pytest.raises(tc.SingularMatrixError) as err:
+                tc.potri(t_a)
+            assert err.value.index == 41
+    assert len(slow) == 2

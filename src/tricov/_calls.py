@@ -16,10 +16,12 @@ and whose run was nothing but the steps below, takes those steps again and nothi
 
 A call is recorded only when it succeeds and every recursion it ran launched a plan; anything
 else it did (copies to a working layout, conjugations around a recursion, eager runs) leaves it
-unrecorded, and so do DLPack tensors and a caller's stream that is capturing a graph of its
-own. A replay that finds one of its plans forgotten (plans are dropped least recently used
-first) forgets the call and takes the slow path. :func:`tricov.set_cuda_graphs` turns the
-replay off with the plans and forgets every recorded call.
+unrecorded, and so does a call on a stream that is capturing a graph of the caller's own.
+DLPack tensors of a CUDA device (PyTorch, JAX) are keyed as the CuPy arrays over their memory
+(:func:`tricov._plans.operand_key`). A replay that finds one of its plans forgotten (plans are
+dropped least recently used first) forgets the call and takes the slow path.
+:func:`tricov.set_cuda_graphs` turns the replay off with the plans and forgets every recorded
+call.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def key(name: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
         return None
     from .backends.cuda import CUDAExecutor
 
-    parts, device = found
-    parts += (device, leaf_sizes("gpu", arrays[0].dtype), CUDAExecutor.settings())
+    parts, device, found_arrays = found
+    parts += (device, leaf_sizes("gpu", found_arrays[0].dtype), CUDAExecutor.settings())
     return tuple(parts)
 
 
@@ -94,6 +96,8 @@ def replay(call: tuple | None, arrays: tuple[Any, ...]) -> bool:
         return False
     import cupy
 
+    from ._frontend import as_array
+
     stream, plan = cupy.cuda.get_current_stream(), None
     launch = iter(plans)
     for kind, arg in steps:
@@ -106,5 +110,5 @@ def replay(call: tuple | None, arrays: tuple[Any, ...]) -> bool:
                 raise arg(info)
         else:
             test, index = arg
-            test(cupy, arrays[index])
+            test(cupy, as_array(arrays[index], ""))
     return True

@@ -19,13 +19,16 @@ alone, runs the same kernels with the same parameters again and skips the rest.
   and POTRF of 10240 members of order 4 0.165 instead of 0.25 ms on 2 threads
   (``benchmarks/cpu_front_end.py``, ``cpu_batched_small.py``, ``cpu_batched.txt``).
 
+DLPack tensors of a CUDA device (PyTorch, JAX) are keyed as the CuPy arrays over their memory
+(:func:`tricov._plans.operand_key`).
+
 Operations that return a per-member info (POTRF, TRTRI, POTRI, POTI, POSV) get a new info array,
 which the kernels write in place of the recorded call's (they write every member's entry), and
 are checked from it as the slow path checks.
 
 What the key cannot see is left to the slow path, which also decides whether a call may be
-recorded at all (:meth:`Recording.keep`): members given as lists or as DLPack tensors, stacks
-copied to a working layout, members at addresses a GPU kernel reads from a device array, and
+recorded at all (:meth:`Recording.keep`): members given as lists, stacks copied to a working
+layout, members at addresses a GPU kernel reads from a device array, and
 any operation that does more than these kernels (a recursion over BLAS or cuBLAS above them, a
 batch of several groups). Tables that pick kernels (``tricov.kernels.BATCHED_LANES`` and the
 others) are read when a call is recorded: a tool that changes them at run time turns the replay
@@ -74,7 +77,7 @@ def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     found = operand_key(kind, arrays, options)
     if found is None:
         return None
-    parts, device = found
+    parts, device, _ = found
     parts.append(("host", numba.get_num_threads()) if device is None else device)
     return tuple(parts)
 
