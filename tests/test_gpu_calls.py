@@ -115,6 +115,11 @@ def test_replayed_failures_raise_as_the_slow_path(cp, small_leaves):
         with pytest.raises(tc.NotPositiveDefiniteError) as err:
             op(S)
         assert err.value.order == 101
+        good = _spd(rng, N)  # the failure's status does not outlive its call
+        S[...] = cp.asarray(good)
+        op(S)
+        want = np.linalg.cholesky(good) if op is tc.potrf else np.tril(np.linalg.inv(good))
+        assert np.abs(np.tril(cp.asnumpy(S)) - want).max() < 1e-9
     # POTRI: the zero-diagonal test runs before any launch, and L is left unchanged
     for _ in range(3):
         S[...] = cp.asarray(_factor(rng, N))
