@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tricov as tc
-from tricov import _calls, _plans
+from tricov import _calls, _keys, _plans
 
 
 class _Memory:
@@ -33,7 +33,7 @@ _DeviceArray.__module__, _DeviceArray.__name__ = "cupy", "ndarray"
 @pytest.fixture
 def device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """A fake ``cupy``: device 0 current, a stream whose capture state the test sets."""
-    stream = types.SimpleNamespace(capturing=False)
+    stream = types.SimpleNamespace(capturing=False, ptr=0)
     stream.is_capturing = lambda: stream.capturing
     cuda = types.ModuleType("cupy.cuda")
     cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
@@ -108,6 +108,62 @@ def test_keys(device: types.SimpleNamespace) -> None:
         assert _calls.key("trsm", (a, b), ()) is None
     finally:
         tc.set_cuda_graphs(True)
+
+
+class _TorchTensor:
+    """What a key reads of a PyTorch CUDA tensor (strides in elements, as torch gives them)."""
+
+    def __init__(self, ptr: int, shape: tuple[int, int], dtype: str = "float64") -> None:
+        self.ptr, self.shape, self.dtype = ptr, shape, dtype
+        self.device = types.SimpleNamespace(type="cuda", index=0)
+        self.requires_grad, self.conj, self.neg = False, False, False
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def stride(self) -> tuple[int, int]:
+        return 1, self.shape[0]
+
+    def is_conj(self) -> bool:
+        return self.conj
+
+    def is_neg(self) -> bool:
+        return self.neg
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return 2, 0
+
+
+_TorchTensor.__module__, _TorchTensor.__name__ = "torch", "Tensor"
+
+
+def test_torch_keys(device: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch tensor is keyed from its attributes, as the CuPy array over its memory, when
+    torch's current stream is CuPy's; else (and for tensors the slow path must refuse or
+    resolve) through ``cupy.from_dlpack``, as the slow path takes it."""
+    streams = types.SimpleNamespace(torch=0)
+    torch = types.ModuleType("torch")
+    torch.float32, torch.float64, torch.complex64, torch.complex128 = (
+        "float32", "float64", "complex64", "complex128")
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda dev: types.SimpleNamespace(cuda_stream=streams.torch))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(_keys, "_TORCH_DTYPES", {})
+    device.ptr = 0
+    converted: list = []
+    sys.modules["cupy"].from_dlpack = lambda t: converted.append(t) or _DeviceArray(t.ptr)
+    a, t = _DeviceArray(0x1000), _TorchTensor(0x1000, (8, 8))
+    call = _calls.key("potrf", (a,), ("L",))
+    assert _calls.key("potrf", (t,), ("L",)) == call and not converted
+    other = _TorchTensor(0x1000, (8, 8), "int64")  # not a tricov dtype: the slow path's way
+    _calls.key("potrf", (other,), ("L",))
+    assert converted.pop() is other
+    for attr in ("requires_grad", "conj", "neg"):
+        setattr(t, attr, True)
+        assert _calls.key("potrf", (t,), ("L",)) == call and converted.pop() is t
+        setattr(t, attr, False)
+    streams.torch = 7  # torch works on another stream: the slow path's conversion orders them
+    assert _calls.key("potrf", (t,), ("L",)) == call and converted.pop() is t
 
 
 def test_replay_takes_the_recorded_steps(device: types.SimpleNamespace, plans: None) -> None:

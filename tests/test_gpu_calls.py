@@ -52,6 +52,19 @@ def _slow_paths(monkeypatch) -> list[int]:
     return seen
 
 
+def _conversions(cp, monkeypatch) -> list[int]:
+    """A list that grows by one for every ``cupy.from_dlpack`` call."""
+    seen: list[int] = []
+    convert = cp.from_dlpack
+
+    def counted(*args, **kw):
+        seen.append(1)
+        return convert(*args, **kw)
+
+    monkeypatch.setattr(cp, "from_dlpack", counted)
+    return seen
+
+
 def _case(op: str, rng, order: str):
     """(call, expected result, host inputs) of one operation on new data."""
     if op in ("trsm", "trmm"):
@@ -240,14 +253,17 @@ def test_torch_tensors_replay(cp, small_leaves, monkeypatch):
         pytest.skip("torch without CUDA")
     rng = np.random.default_rng(23)
     slow = _slow_paths(monkeypatch)
+    converted = _conversions(cp, monkeypatch)
     t_a = torch.empty((N, N), dtype=torch.float64, device="cuda")
     t_b = torch.empty((N, 6), dtype=torch.float64, device="cuda")
     for trial in range(4):
         a, b = _factor(rng, N), rng.standard_normal((N, 6))
         t_a.copy_(torch.from_numpy(a)), t_b.copy_(torch.from_numpy(b))
+        converted.clear()
         assert tc.trsm(t_a, t_b) is t_b
         assert np.abs(a @ t_b.cpu().numpy() - b).max() < 1e-9, trial
         assert len(slow) == min(trial + 1, 2), trial
+        assert len(converted) == (2 if trial < 2 else 0), trial  # keyed from torch's attributes
     slow.clear()
     for trial in range(4):
         f = _factor(rng, N)
@@ -263,3 +279,25 @@ def test_torch_tensors_replay(cp, small_leaves, monkeypatch):
                 tc.potri(t_a)
             assert err.value.index == 41
     assert len(slow) == 2
+
+
+def test_torch_on_another_stream_is_converted(cp, small_leaves, monkeypatch):
+    """With torch on a stream of its own, the key converts each tensor as the slow path does
+    (cupy.from_dlpack, which orders torch's stream before CuPy's); replays stay correct."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    rng = np.random.default_rng(29)
+    converted = _conversions(cp, monkeypatch)
+    t_a = torch.empty((N, N), dtype=torch.float64, device="cuda")
+    t_b = torch.empty((N, 6), dtype=torch.float64, device="cuda")
+    side = torch.cuda.Stream()
+    for trial in range(4):
+        a, b = _factor(rng, N), rng.standard_normal((N, 6))
+        with torch.cuda.stream(side):
+            t_a.copy_(torch.from_numpy(a)), t_b.copy_(torch.from_numpy(b))
+            converted.clear()
+            tc.trsm(t_a, t_b)
+            assert len(converted) >= 2, trial
+        torch.cuda.synchronize()
+        assert np.abs(a @ t_b.cpu().numpy() - b).max() < 1e-9, trial

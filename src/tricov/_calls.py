@@ -18,7 +18,7 @@ A call is recorded only when it succeeds and every recursion it ran launched a p
 else it did (copies to a working layout, conjugations around a recursion, eager runs) leaves it
 unrecorded, and so does a call on a stream that is capturing a graph of the caller's own.
 DLPack tensors of a CUDA device (PyTorch, JAX) are keyed as the CuPy arrays over their memory
-(:func:`tricov._plans.operand_key`). A replay that finds one of its plans forgotten (plans are
+(:mod:`tricov._keys`). A replay that finds one of its plans forgotten (plans are
 dropped least recently used first) forgets the call and takes the slow path.
 :func:`tricov.set_cuda_graphs` turns the replay off with the plans and forgets every recorded
 call.
@@ -31,6 +31,7 @@ from collections import OrderedDict
 from typing import Any
 
 from . import _plans
+from ._keys import operand_key
 from ._policy import leaf_sizes
 
 __all__ = ["CAPACITY", "FAILURE", "PLAN", "TEST", "clear", "keep", "key", "replay"]
@@ -54,7 +55,7 @@ def clear() -> None:
 def key(name: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     """The replay key of a dense call (None where it cannot be replayed: not all CuPy arrays of
     the current device, graphs off, or the current stream capturing)."""
-    found = _plans.operand_key(name, arrays, options)
+    found = operand_key(name, arrays, options)
     if found is None or found[1] is None:
         return None
     import cupy
@@ -63,8 +64,8 @@ def key(name: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
         return None
     from .backends.cuda import CUDAExecutor
 
-    parts, device, found_arrays = found
-    parts += (device, leaf_sizes("gpu", found_arrays[0].dtype), CUDAExecutor.settings())
+    parts, device, dtype = found
+    parts += (device, leaf_sizes("gpu", dtype), CUDAExecutor.settings())
     return tuple(parts)
 
 

@@ -21,11 +21,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from .backends.base import Executor
 
-__all__ = ["cuda_graphs_enabled", "find", "operand_key", "run", "set_cuda_graphs"]
+__all__ = ["cuda_graphs_enabled", "find", "run", "set_cuda_graphs"]
 
 #: Plans kept per process (least recently used ones are dropped first).
 CAPACITY = 64
@@ -58,62 +56,6 @@ def set_cuda_graphs(enabled: bool) -> None:
 def cuda_graphs_enabled() -> bool:
     """Whether repeated GPU calls replay captured CUDA graphs."""
     return _enabled
-
-
-def operand_key(kind: str, arrays: tuple[Any, ...],
-                options: tuple) -> tuple[list[Any], int | None, list[Any]] | None:
-    """What a call's replay key (:mod:`tricov._calls`, :mod:`tricov.batched._replay`) takes
-    from its operation, options and operands: ``(parts, device, found)``, the parts a list
-    (``kind``, ``options``, per operand its address, shape, strides and dtype, byte order
-    included, and for NumPy whether it is writeable), the device None for NumPy arrays, and the
-    operands as NumPy or CuPy arrays. A DLPack tensor of a
-    CUDA device (PyTorch, JAX) counts as the CuPy array over its memory, taken as the slow path
-    takes it (``cupy.from_dlpack``, which also orders the producer's stream before CuPy's
-    current one). None where the call cannot be replayed: graphs off, an option that cannot be
-    hashed, operands that are not all NumPy arrays or all CUDA arrays of the current device."""
-    if not _enabled:
-        return None
-    try:
-        hash(options)
-    except TypeError:  # an option given as an array, say
-        return None
-    parts: list[Any] = [kind, options]
-    kinds = set()
-    found = []
-    for a in arrays:
-        cls = type(a)
-        if cls is np.ndarray:
-            kinds.add(None)
-            parts += (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype,
-                      a.flags.writeable)
-        elif (cls.__module__ == "cupy" and cls.__name__ == "ndarray") or _cuda_dlpack(a):
-            if cls.__module__ != "cupy":
-                import cupy
-
-                a = cupy.from_dlpack(a)
-            memory = a.data
-            kinds.add(memory.device_id)
-            parts += (memory.ptr, a.shape, a.strides, a.dtype)
-        else:
-            return None
-        found.append(a)
-    if len(kinds) != 1:
-        return None
-    device = kinds.pop()
-    if device is not None:
-        import cupy
-
-        if device != cupy.cuda.runtime.getDevice():
-            return None
-    return parts, device, found
-
-
-def _cuda_dlpack(x: Any) -> bool:
-    """Whether ``x`` is a DLPack tensor of a CUDA device (kDLCUDA, kDLCUDAManaged)."""
-    try:
-        return int(x.__dlpack_device__()[0]) in (2, 13)
-    except AttributeError:
-        return False
 
 
 class _Plan:

@@ -20,7 +20,7 @@ alone, runs the same kernels with the same parameters again and skips the rest.
   (``benchmarks/cpu_front_end.py``, ``cpu_batched_small.py``, ``cpu_batched.txt``).
 
 DLPack tensors of a CUDA device (PyTorch, JAX) are keyed as the CuPy arrays over their memory
-(:func:`tricov._plans.operand_key`).
+(:mod:`tricov._keys`).
 
 Operations that return a per-member info (POTRF, TRTRI, POTRI, POTI, POSV) get a new info array,
 which the kernels write in place of the recorded call's (they write every member's entry), and
@@ -47,7 +47,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .._plans import operand_key
+from .._keys import operand_key
 from ..kernels import nvrtc
 from ..kernels.numba import small
 
