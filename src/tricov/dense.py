@@ -33,6 +33,11 @@ def _square(arr: Any, name: str) -> int:
     return int(arr.shape[0])
 
 
+def _triangle(a: Mat, lower: bool, op: int) -> tuple[Mat, bool]:
+    """``op(A)`` for the ``lower`` (or upper) triangle of ``a``, and whether it is lower."""
+    return a.apply(op), lower != opt.has_t(op)
+
+
 def _triangular(ops: Operands, rec: Callable, a: Mat, b: Mat, b_index: int, *, left: bool,
                 lower: bool, op: int, unit: bool, alpha: complex) -> None:
     """Run a triangular recursion (trsm or trmm) for one BLAS variant on views.
@@ -42,7 +47,7 @@ def _triangular(ops: Operands, rec: Callable, a: Mat, b: Mat, b_index: int, *, l
     conjugate without a transpose (complex data, mixed layouts), B is conjugated in place
     around the call instead: ``conj(T) X = B`` is ``T conj(X) = conj(B)``.
     """
-    tri, tri_lower = a.apply(op), lower != opt.has_t(op)
+    tri, tri_lower = _triangle(a, lower, op)
     if not left:
         tri, tri_lower, b = tri.T, not tri_lower, b.T
     flip = not trxm_ops_ok(tri, b, ops.complex)
@@ -401,7 +406,14 @@ def poti(A: Array, *, uplo: str = "L") -> Array:
 
 
 def _potrs_views(ops: Operands, l_view: Mat, b: Mat, lower: bool) -> None:
+    """The two solves with the factor: one recursion where neither needs B conjugated around
+    it (:func:`_triangular`), else one after the other."""
     first, second = (opt.N, opt.C) if lower else (opt.C, opt.N)
+    solves = tuple(_triangle(l_view, lower, op) for op in (first, second))
+    if all(trxm_ops_ok(tri, b, ops.complex) for tri, _ in solves):
+        ops.run(recursive.potrs, leaf_sizes(ops.ex.backend, ops.dtype),
+                tuple((tri_lower, tri) for tri, tri_lower in solves), b)
+        return
     for op in (first, second):
         _triangular(ops, recursive.trsm, l_view, b, 1, left=True, lower=lower, op=op,
                     unit=False, alpha=1.0)

@@ -5,6 +5,6 @@ runs on every backend. Leaf sizes come from a :class:`tricov._policy.LeafSizes`.
 """
 
 from .blas3 import herk, leaf_rows, split, trmm, trsm
-from .cholesky import lauum, potrf, trtri
+from .cholesky import lauum, potrf, potrs, trtri
 
-__all__ = ["herk", "lauum", "leaf_rows", "potrf", "split", "trmm", "trsm", "trtri"]
+__all__ = ["herk", "lauum", "leaf_rows", "potrf", "potrs", "split", "trmm", "trsm", "trtri"]

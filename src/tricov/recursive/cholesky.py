@@ -11,7 +11,7 @@ from .._views import Mat
 from ..backends.base import Executor
 from .blas3 import herk, split, trmm, trsm
 
-__all__ = ["lauum", "potrf", "trtri"]
+__all__ = ["lauum", "potrf", "potrs", "trtri"]
 
 
 def potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int = 0) -> bool:
@@ -41,6 +41,14 @@ def _potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int) -> bool:
     trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
     herk(ex, nb, -1.0, a21, 1.0, a22)
     return _potrf(ex, nb, a22, offset + k)
+
+
+def potrs(ex: Executor, nb: LeafSizes, solves: tuple[tuple[bool, Mat], ...], b: Mat) -> None:
+    """``B <- A^-1 B`` from a Cholesky factor: the triangular solves ``solves`` in a row, each
+    ``(lower, triangle)`` as :func:`~.blas3.trsm` takes them (``L`` then ``L^H``), as one
+    recursion (on the GPU one captured plan, launched once)."""
+    for lower, tri in solves:
+        trsm(ex, nb, lower, False, 1.0, tri, b)
 
 
 def trtri(ex: Executor, nb: LeafSizes, unit: bool, a: Mat, offset: int = 0) -> bool:
