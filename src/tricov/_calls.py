@@ -52,9 +52,10 @@ def clear() -> None:
         _kept.clear()
 
 
-def key(name: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
-    """The replay key of a dense call (None where it cannot be replayed: not all CuPy arrays of
-    the current device, graphs off, or the current stream capturing)."""
+def key(name: Any, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
+    """The replay key of a dense call of operation ``name`` (a name, or the recursion it runs)
+    on ``arrays`` (None where it cannot be replayed: not all CuPy arrays of the current device,
+    graphs off, or the current stream capturing)."""
     found = operand_key(name, arrays, options)
     if found is None or found[1] is None:
         return None

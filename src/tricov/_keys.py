@@ -96,7 +96,10 @@ def _torch_part(t: Any) -> tuple[int, tuple] | None:
     """:func:`_device_part` of a PyTorch tensor from its own attributes, where that is exact
     (see the module notes); else None."""
     device = t.device
-    if device.type != "cuda" or t.requires_grad or t.is_conj() or t.is_neg():
+    try:
+        if device.type != "cuda" or t.requires_grad or t.is_conj() or t.is_neg():
+            return None
+    except AttributeError:  # a torch without conjugate or negative bits
         return None
     torch = sys.modules["torch"]
     if not _TORCH_DTYPES:
