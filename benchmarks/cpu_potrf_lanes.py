@@ -1,0 +1,47 @@
+"""Batched POTRF of 10240 members of order 4 and 8 on the CPU (``check=False``), the time of a
+restoring copy subtracted, best of 400 calls:
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/cpu_potrf_lanes.py [THREADS]
+
+Made to compare two trees, each in its own clone with its own Numba cache, run alternately
+(this VM's timings drift between minutes).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+import tricov as tc
+
+
+def best(f: Callable[[], object], reps: int = 400) -> float:
+    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main(threads: int = 1) -> None:
+    rng = np.random.default_rng(0)
+    numba.set_num_threads(threads)
+    for n in (4, 8):
+        x = rng.standard_normal((10240, n, n))
+        a = x @ x.transpose(0, 2, 1) + n * np.eye(n)
+        w = a.copy()
+        tc.batched.potrf(w, check=False)
+        copy = best(lambda w=w, a=a: np.copyto(w, a))
+        call = best(lambda w=w, a=a: (np.copyto(w, a), tc.batched.potrf(w, check=False))) - copy
+        print(f"n={n} threads={threads} potrf {call * 1e3:.3f} ms (copy {copy * 1e3:.3f})",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
