@@ -30,9 +30,12 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import numpy as np
+
 from . import _plans
 from ._keys import operand_key
 from ._policy import leaf_sizes
+from .backends.cuda import CUDAExecutor
 
 __all__ = ["CAPACITY", "FAILURE", "PLAN", "TEST", "clear", "keep", "key", "replay"]
 
@@ -56,6 +59,8 @@ def key(name: Any, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     """The replay key of a dense call of operation ``name`` (a name, or the recursion it runs)
     on ``arrays`` (None where it cannot be replayed: not all CuPy arrays of the current device,
     graphs off, or the current stream capturing)."""
+    if type(arrays[0]) is np.ndarray:  # the host path, which has nothing to replay
+        return None
     found = operand_key(name, arrays, options)
     if found is None or found[1] is None:
         return None
@@ -63,8 +68,6 @@ def key(name: Any, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
 
     if cupy.cuda.get_current_stream().is_capturing():
         return None
-    from .backends.cuda import CUDAExecutor
-
     parts, device, dtype = found
     parts += (device, leaf_sizes("gpu", dtype), CUDAExecutor.settings())
     return tuple(parts)
@@ -98,8 +101,6 @@ def replay(call: tuple | None, arrays: tuple[Any, ...]) -> bool:
         return False
     import cupy
 
-    from ._frontend import as_array
-
     stream, plan = cupy.cuda.get_current_stream(), None
     launch = iter(plans)
     for kind, arg in steps:
@@ -111,6 +112,8 @@ def replay(call: tuple | None, arrays: tuple[Any, ...]) -> bool:
             if info:
                 raise arg(info)
         else:
+            from ._frontend import as_array  # imported here: _frontend imports this module
+
             test, index = arg
             test(cupy, as_array(arrays[index], ""))
     return True
