@@ -10,23 +10,12 @@ Made to compare two trees, each in its own clone with its own Numba cache, run a
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import numba
 import numpy as np
+from cpu_batched_small import best
 
 import tricov as tc
-
-
-def best(f: Callable[[], object], reps: int = 400) -> float:
-    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main(threads: int = 1) -> None:
@@ -37,8 +26,9 @@ def main(threads: int = 1) -> None:
         a = x @ x.transpose(0, 2, 1) + n * np.eye(n)
         w = a.copy()
         tc.batched.potrf(w, check=False)
-        copy = best(lambda w=w, a=a: np.copyto(w, a))
-        call = best(lambda w=w, a=a: (np.copyto(w, a), tc.batched.potrf(w, check=False))) - copy
+        copy = best(lambda w=w, a=a: np.copyto(w, a), 400)
+        call = best(lambda w=w, a=a: (np.copyto(w, a), tc.batched.potrf(w, check=False)),
+                    400) - copy
         print(f"n={n} threads={threads} potrf {call * 1e3:.3f} ms (copy {copy * 1e3:.3f})",
               flush=True)
 
