@@ -695,6 +695,144 @@ potrf_leaf(int n, T* A, long long lda, int opa, int* info)
     if (tid == 0) info[0] = fail;
 }
 
+// ------------------------------------------------------------------------ POTRF by tiles
+// The Cholesky factor of a larger logical view, by tiles of 32 x 32 in one launch: blocks of
+// threads take tiles from a counter in column order, each tile left-looking (its row's and
+// its column's factored tiles subtracted as they appear, then factored (chol32) or solved
+// against its column's factored diagonal tile (solve_rows)), and wait for the tiles they
+// read through flags in global memory. A tile's readers all hold later tickets, so every
+// wait ends whatever number of blocks is resident. Tiles are read past L1 (__ldcg): a block
+// may have read a tile's memory before its factor was written.
+
+constexpr int TILE = 32;
+
+template <typename T> __device__ __forceinline__ T ld_cg(const T* p) { return __ldcg(p); }
+template <typename R> __device__ __forceinline__ cplx<R> ld_cg(const cplx<R>* p) {
+    const R* q = reinterpret_cast<const R*>(p);
+    return cplx<R>(__ldcg(q), __ldcg(q + 1));
+}
+
+// Flag states: 0 pending (set before the launch), DONE, FAILED (a failed pivot at or before
+// the tile: it was not written).
+constexpr int DONE = 1, FAILED = 2;
+
+// Waits for the flag (thread 0 polls it), then returns its state to every thread.
+__device__ __forceinline__ int wait_flag(const volatile int* flag, int* state) {
+    if (threadIdx.x == 0) {
+        int s;
+        while ((s = *flag) == 0) __nanosleep(100);
+        *state = s;
+        __threadfence();
+    }
+    __syncthreads();
+    const int s = *state;
+    __syncthreads();
+    return s;
+}
+
+// D (TILE x TILE at D, leading dimension ld) <- the tile at (i0, j0) of op_a(A), zero outside
+// the matrix (or, with `lower`, above the diagonal; ones on the diagonal past the matrix).
+template <typename T>
+__device__ void load_tile(T* D, int ld, const T* A, long long lda, int opa, int n, int i0,
+                          int j0, bool lower) {
+    for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+        const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
+        const int i = i0 + r, j = j0 + c;
+        T v = T(lower && r == c && i >= n ? 1 : 0);
+        if (i < n && j < n && (!lower || r >= c)) {
+            v = ld_cg((opa & 1) ? A + j + i * lda : A + i + j * lda);
+            if (opa & 2) v = conj_(v);
+        }
+        D[r + c * ld] = v;
+    }
+}
+
+template <typename T>
+__device__ void store_tile(const T* D, int ld, T* A, long long lda, int opa, int n, int i0,
+                           int j0, bool lower) {
+    for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+        const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
+        if (i0 + r < n && j0 + c < n && (!lower || r >= c))
+            store(A, lda, opa, i0 + r, j0 + c, D[r + c * ld]);
+    }
+}
+
+// The lower triangle of the n x n logical view op_a(A) <- its Cholesky factor. flags: 1 + t x t
+// ints (t = ceil(n / 32)), zero at the launch: the ticket counter, then a flag per tile (i, j)
+// at 1 + i + j t. info[0] gets 0 or the order of the first leading minor that is not positive
+// definite (A then holds the factor's columns before that tile's, the failing diagonal tile
+// as chol32 left it, and its column and those after it as they were).
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 2)
+potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
+{
+    using R = real_t<T>;
+    constexpr int LD = 2 * TILE + 1;   // W: L_jj (rows 0..31) over the tile (rows 32..63)
+    T* W = shared_as<T>();
+    T* X = W + TILE * LD;              // L_ik and L_jk, TILE x TILE, leading dimension TILE + 1
+    T* Y = X + TILE * (TILE + 1);
+    __shared__ R dinv[TILE];
+    __shared__ int ticket, state, bad;
+    const int t = (n + TILE - 1) / TILE, tiles = t * (t + 1) / 2, tid = threadIdx.x;
+    volatile int* done = flags + 1;
+    for (;;) {
+        if (tid == 0) ticket = atomicAdd(flags, 1);
+        __syncthreads();
+        int left = ticket, j = 0;
+        __syncthreads();
+        if (left >= tiles) return;
+        while (left >= t - j) left -= t - j++;
+        const int i = j + left, i0 = i * TILE, j0 = j * TILE;
+        const bool diag = i == j;
+        T* C = diag ? W : W + TILE;
+        load_tile(C, LD, A, lda, opa, n, i0, j0, diag);
+        __syncthreads();
+        int result = DONE;
+        for (int k = 0; k < j && result == DONE; ++k) {
+            result = wait_flag(done + i + k * t, &state);
+            if (!diag && result == DONE) result = wait_flag(done + j + k * t, &state);
+            if (result != DONE) break;
+            load_tile(X, TILE + 1, A, lda, opa, n, i0, k * TILE, false);
+            if (!diag) load_tile(Y, TILE + 1, A, lda, opa, n, j0, k * TILE, false);
+            __syncthreads();
+            const T* Z = diag ? X : Y;
+            for (int e = tid; e < TILE * TILE; e += THREADS) {  // C -= L_ik L_jk^H
+                const int r = e % TILE, c = e / TILE;
+                T acc = T(0);
+#pragma unroll 8
+                for (int m = 0; m < TILE; ++m)
+                    acc += X[r + m * (TILE + 1)] * conj_(Z[c + m * (TILE + 1)]);
+                C[r + c * LD] -= acc;
+            }
+            __syncthreads();
+        }
+        if (result == DONE && diag) {
+            if (tid < 32) {
+                const int b = chol32(W, LD, 0, dinv);
+                if (tid == 0) bad = b;
+            }
+            __syncthreads();
+            store_tile(W, LD, A, lda, opa, n, i0, j0, true);
+            if (bad >= 0) result = FAILED;
+            if (tid == 0 && (bad >= 0 || i == t - 1)) info[0] = bad >= 0 ? j0 + bad + 1 : 0;
+        } else if (result == DONE) {
+            result = wait_flag(done + j + j * t, &state);
+            if (result == DONE) {
+                load_tile(W, LD, A, lda, opa, n, j0, j0, true);
+                __syncthreads();
+                if (tid < TILE) dinv[tid] = R(1) / re(W[tid + tid * LD]);
+                __syncthreads();
+                solve_rows(W, LD, 0, TILE, 2 * TILE, dinv);
+                __syncthreads();
+                store_tile(C, LD, A, lda, opa, n, i0, j0, false);
+            }
+        }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) atomicExch(const_cast<int*>(done + i + j * t), result);
+    }
+}
+
 // The lower triangle of the n x n logical view op_a(A) (n <= SBM) <- L^H L, L its lower triangle.
 template <typename T, int SBM>
 __global__ void __launch_bounds__(THREADS, 1)
