@@ -28,7 +28,6 @@ Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 from __future__ import annotations
 
 import ctypes
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -36,16 +35,7 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import (
-    THREADS,
-    block_order,
-    cond_split,
-    leaf_shape,
-    leaf_smem,
-    nvrtc,
-    square_smem,
-    tile_smem,
-)
+from ..kernels import THREADS, block_order, cond_split, leaf_shape, leaf_smem, nvrtc, square_smem
 from . import cuda_libs as lib
 from . import staged
 from .base import Executor
@@ -59,15 +49,6 @@ NARROW = 1 << 30
 _GRID_Z = 65535
 #: Leaf statuses per device allocation (read back with one copy each).
 _STATUS_SLOTS = 64
-#: Blocks of threads of ``potrf_tiles`` per multiprocessor (at most).
-_TILE_BLOCKS = 4
-
-
-@functools.cache
-def _multiprocessors(device: int | None = None) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
 
 
 def _diag_find(dtype: np.dtype, n: int, a: int, step: int, status: int, zero: bool) -> None:
@@ -174,9 +155,6 @@ class CUDAExecutor(Executor):
     herk_by_gemm = 1
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
     stage_bytes = 1 << 28
-    #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
-    #: are factored by tiles (``potrf_tiles``); larger ones by cuSOLVER.
-    tile_potrf = 4096
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -198,7 +176,7 @@ class CUDAExecutor(Executor):
     @classmethod
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
-                cls.stage_bytes, cls.tile_potrf)
+                cls.stage_bytes)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -450,8 +428,6 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        if self._sb < n <= self.tile_potrf:
-            return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)
             if n:  # a second status, read after cuSOLVER's own
@@ -461,20 +437,6 @@ class CUDAExecutor(Executor):
         self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
-        return self._record(status, offset)
-
-    def _potrf_tiles(self, a: Mat, offset: int) -> bool:
-        """The POTRF leaf by tiles of 32 in one launch (``potrf_tiles``), its blocks of threads
-        as many as the tiles or as fit on the device at once."""
-        n, status = a.rows, self._status()
-        t = -(-n // 32)
-        flags = self.xp.zeros(1 + t * t, dtype=np.int32)
-        self._keep.append(flags)
-        grid = min(t * (t + 1) // 2, _TILE_BLOCKS * _multiprocessors())
-        self._launch(f"tricov::potrf_tiles<{self._ctype}>", grid, (
-            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
-            np.uint64(flags.data.ptr), np.uint64(self._status_ptr(status))),
-            tile_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
     def nan_pivot(self, n: int, a: int, lda: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "
            "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
-           "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
+           "tile_kernels", "tile_order", "tile_shared", "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -265,12 +265,6 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
     sb = block_order(itemsize)
     shape = leaf_shape(itemsize, wide)
     return ((sb + 1) * shape.kp + sb + (n | 1) * shape.cols) * itemsize
-
-
-def tile_smem(itemsize: int) -> int:
-    """Bytes of dynamic shared memory of ``potrf_tiles``: a tile under its column's diagonal
-    tile (64 x 32, leading dimension 65) and two tiles of the products (32 x 32, 33)."""
-    return (32 * 65 + 2 * 32 * 33) * itemsize
 
 
 def square_smem(itemsize: int) -> int:
