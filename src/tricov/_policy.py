@@ -28,7 +28,7 @@ OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: Settings beyond leaf sizes: the number of right-hand sides from which TRSM/TRMM hand the
 #: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
 #: which POTRF hands over the whole matrix, and TRSM's leaf for narrow B (:func:`trsm_leaf`).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow", "trsm_step")
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow")
 #: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
 #: 1 / NARROW_RATIO as many columns.
 NARROW_ROWS, NARROW_RATIO = 8192, 16
@@ -57,7 +57,6 @@ class LeafSizes:
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
     trsm_narrow: int = 0
-    trsm_step: int = _NEVER
 
 
 def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:

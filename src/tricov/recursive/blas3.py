@@ -52,37 +52,27 @@ def trsm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a
     inverted diagonal blocks, :mod:`tricov.backends.staged`).
     """
     leaf = trsm_leaf(nb, b.rows, b.cols)
-    block = leaf_rows(b.rows, leaf)
-    step = max(block, nb.trsm_step - nb.trsm_step % max(block, 1))
-    ex.run_trsm(lower, unit, a, b, block,
-                lambda stage, panel: _trsm(stage, leaf, step, lower, unit, alpha, a, panel))
+    ex.run_trsm(lower, unit, a, b, leaf_rows(b.rows, leaf),
+                lambda stage, panel: _trsm(stage, leaf, lower, unit, alpha, a, panel))
 
 
-def cut(m: int, step: int, lower: bool) -> int:
-    """Where a solve of ``m`` rows splits: at the power of two below ``m``; or, over more than
-    ``step`` rows, after its first ``step`` rows (``lower``), or before its last block of at
-    most ``step`` rows (the rows before it a multiple of ``step``)."""
-    if m <= step:
-        return split(m)
-    return step if lower else (m - 1) // step * step
-
-
-def _trsm(ex: Executor, leaf: int, step: int, lower: bool, unit: bool, alpha: complex, a: Mat,
+def _trsm(ex: Executor, leaf: int, lower: bool, unit: bool, alpha: complex, a: Mat,
           b: Mat) -> None:
-    while b.rows > leaf:  # the recursion, its second call as the next turn of the loop
-        k = cut(b.rows, step, lower)
-        a11, a21, a12, a22 = a.quad(k)
-        b1, b2 = b.rowsplit(k)
-        if lower:
-            _trsm(ex, leaf, step, lower, unit, alpha, a11, b1)
-            ex.gemm(-1.0, a21, b1, alpha, b2)
-            a, b = a22, b2
-        else:
-            _trsm(ex, leaf, step, lower, unit, alpha, a22, b2)
-            ex.gemm(-1.0, a12, b2, alpha, b1)
-            a, b = a11, b1
-        alpha = 1.0
-    ex.trsm(lower, unit, alpha, a, b)
+    m = b.rows
+    if m <= leaf:
+        ex.trsm(lower, unit, alpha, a, b)
+        return
+    k = split(m)
+    a11, a21, a12, a22 = a.quad(k)
+    b1, b2 = b.rowsplit(k)
+    if lower:
+        _trsm(ex, leaf, lower, unit, alpha, a11, b1)
+        ex.gemm(-1.0, a21, b1, alpha, b2)
+        _trsm(ex, leaf, lower, unit, 1.0, a22, b2)
+    else:
+        _trsm(ex, leaf, lower, unit, alpha, a22, b2)
+        ex.gemm(-1.0, a12, b2, alpha, b1)
+        _trsm(ex, leaf, lower, unit, 1.0, a11, b1)
 
 
 def trmm(ex: Executor, nb: LeafSizes, lower: bool, unit: bool, alpha: complex, a: Mat,
