@@ -253,11 +253,16 @@ def test_not_positive_definite_order(cp, small_leaves):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", [100, 300])
-def test_nan_pivot_order(cp, dtype, n):
+@pytest.mark.parametrize("n,vendor", [(100, False), (300, False), (300, True)])
+def test_nan_pivot_order(cp, monkeypatch, dtype, n, vendor):
     """A NaN in the triangle fails at its row, the order LAPACK reports, for tricov's leaf
-    kernel (n = 100) and for cuSOLVER's POTRF (n = 300; it does not test pivots for NaN, a
-    kernel does), eagerly, captured and replayed; C order too (the upper triangle of memory)."""
+    kernels (n = 100 in shared memory, 300 by tiles) and for cuSOLVER's POTRF (it does not test
+    pivots for NaN, a kernel does), eagerly, captured and replayed; C order too (the upper
+    triangle of memory)."""
+    if vendor:
+        from tricov.backends.cuda import CUDAExecutor
+
+        monkeypatch.setattr(CUDAExecutor, "tile_potrf", 0)
     rng = np.random.default_rng(n)
     s = _spd(rng, n, dtype)
     s[n - 20, 37] = np.nan

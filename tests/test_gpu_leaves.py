@@ -241,15 +241,18 @@ def test_ill_conditioned_trsm_keeps_substitution_accuracy(cp, cuda, monkeypatch,
 
 
 # --------------------------------------------------------------------- Cholesky-family leaves
-@pytest.fixture(params=["shared", "default"])
-def potrf_leaf(request):
-    """POTRF leaves in shared memory (as large as the kernel holds), or the default policy
-    (cuSOLVER leaves of 1024)."""
+@pytest.fixture(params=["shared", "default", "cusolver"])
+def potrf_leaf(request, monkeypatch):
+    """POTRF leaves in shared memory (as large as the kernel holds), the default policy (the
+    whole matrix in one leaf, by tiles), or that leaf on cuSOLVER."""
+    from tricov.backends.cuda import CUDAExecutor
     from tricov.kernels import block_order
 
     if request.param == "shared":
         for dt in DTYPES:
             tc.set_leaf_size("gpu", "potrf", dt, block_order(dt.itemsize))
+    if request.param == "cusolver":
+        monkeypatch.setattr(CUDAExecutor, "tile_potrf", 0)
     yield request.param
     for dt in DTYPES:
         tc.set_leaf_size("gpu", "potrf", dt, None)
@@ -309,6 +312,39 @@ def test_not_positive_definite_in_leaf(cp, potrf_leaf, dt, uplo, where, bad):
     assert err.value.order == where + 1
 
 
+@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt != np.complex128])
+@pytest.mark.parametrize("n", [129, 161, 1000])
+@pytest.mark.parametrize("order", "FC")
+def test_potrf_by_tiles(cp, cuda, dt, n, order):
+    """POTRF leaves by tiles of 32 (``potrf_tiles``): orders ending in a short tile, both
+    triangles (the other one NaN), replayed calls; failures on the first and the last pivot
+    of a tile and on the matrix's last pivot give LAPACK's order, and the minor before the
+    failure holds its exact factor. (complex128 leaves go to cuSOLVER.)"""
+    from tricov.kernels import block_order
+
+    assert block_order(np.dtype(dt).itemsize) < n <= cuda.CUDAExecutor.tile_potrf
+    rng = make_rng("tiles", np.dtype(dt).name, n, order)
+    for uplo in "LU":
+        s = random_spd(rng, n, dt)
+        a = s.copy()
+        poison_triangle(a, uplo)
+        A = cp.asarray(a, order=order)
+        for _ in range(3):  # eager, captured, replayed
+            A[...] = cp.asarray(a)
+            tc.potrf(A, uplo=uplo)
+            assert_small(potrf_error(a, cp.asnumpy(A), uplo), dt, n, f"potrf {uplo}")
+    for k in (33, 64, n):
+        s = random_spd(rng, n, dt)
+        s[k - 1, k - 1] -= 10 * n
+        A = cp.asarray(s, order=order)
+        with pytest.raises(tc.NotPositiveDefiniteError) as err:
+            tc.potrf(A)
+        assert err.value.order == k
+        lead = s[: k - 1, : k - 1]
+        assert_small(potrf_error(lead, cp.asnumpy(A)[: k - 1, : k - 1], "L"), dt, k - 1,
+                     f"partial factor before {k}")
+
+
 def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     """The TRTRI leaf kernel reports the first zero pivot and leaves the block unchanged (the
     front end checks the diagonal before any leaf runs, so call the executor directly)."""
@@ -322,8 +358,10 @@ def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     np.testing.assert_array_equal(cp.asnumpy(A), t)
 
 
-def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda):
-    """Leaf sizes above what the shared-memory kernels hold fall back to cuSOLVER/cuBLAS."""
+def test_leaf_orders_beyond_shared_memory_use_vendor_leaves(cp, cuda, monkeypatch):
+    """Leaf sizes above what the shared-memory kernels hold fall back to cuSOLVER/cuBLAS (POTRF
+    leaves too, where tiles do not take them)."""
+    monkeypatch.setattr(cuda.CUDAExecutor, "tile_potrf", 0)
     rng = make_rng("big-leaves")
     s = random_spd(rng, 700, np.float64)
     for op in ("potrf", "trtri", "lauum", "trsm", "trmm"):

@@ -21,6 +21,11 @@ on leaf-sized blocks:
 * Staged TRMMs (:mod:`tricov.backends.staged`) run their leaves as one batched GEMM.
 * POTRF, TRTRI and LAUUM leaves up to :func:`tricov.kernels.block_order` (128, or 64 for
   complex128): one block of threads on the whole leaf in shared memory.
+* POTRF leaves from there up to :attr:`CUDAExecutor.tile_potrf` rows: ``potrf_tiles``, tiles of
+  32 x 32 taken by as many blocks of threads as fit on the device, in one launch. cuSOLVER's
+  POTRF runs column by column at order <= 4096 (about 0.43 us a column on an H100 at every
+  order, benchmarks/gpu_potrf_apis_h100.txt); the tiles' chain of diagonal tiles takes about
+  0.3 us a column.
 
 Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 """
@@ -28,6 +33,7 @@ Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +41,16 @@ import numpy as np
 
 from .. import _options as opt
 from .._views import Mat
-from ..kernels import THREADS, block_order, cond_split, leaf_shape, leaf_smem, nvrtc, square_smem
+from ..kernels import (
+    THREADS,
+    block_order,
+    cond_split,
+    leaf_shape,
+    leaf_smem,
+    nvrtc,
+    square_smem,
+    tile_smem,
+)
 from . import cuda_libs as lib
 from . import staged
 from .base import Executor
@@ -49,6 +64,18 @@ NARROW = 1 << 30
 _GRID_Z = 65535
 #: Leaf statuses per device allocation (read back with one copy each).
 _STATUS_SLOTS = 64
+#: Blocks of threads of ``potrf_tiles`` resident on a multiprocessor, by element size (its
+#: ``__launch_bounds__``; more would wait for the first ones to run out of tiles). complex128
+#: takes cuSOLVER's POTRF: its tiles, one block per multiprocessor with four times the flops
+#: of float64, ran at 0.5-0.85x cuSOLVER (benchmarks/gpu_potrf_tiles_h100.txt).
+_TILE_BLOCKS = {4: 2, 8: 1}
+
+
+@functools.cache
+def _multiprocessors(device: int | None = None) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
 
 
 def _diag_find(dtype: np.dtype, n: int, a: int, step: int, status: int, zero: bool) -> None:
@@ -155,6 +182,12 @@ class CUDAExecutor(Executor):
     herk_by_gemm = 1
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
     stage_bytes = 1 << 28
+    #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
+    #: are factored by tiles (``potrf_tiles``, not complex128); larger ones by cuSOLVER. On
+    #: one H100 the tiles were 1.2-1.4x faster than cuSOLVER from 129 to 1024 rows (float64,
+    #: float32), 1.03 / 1.16x at 1280 and 0.85 / 0.99x at 1536, where the chain of diagonal
+    #: tiles no longer sets the pace (benchmarks/gpu_potrf_tiles_h100.txt).
+    tile_potrf = 1280
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -176,7 +209,7 @@ class CUDAExecutor(Executor):
     @classmethod
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
-                cls.stage_bytes)
+                cls.stage_bytes, cls.tile_potrf)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -428,6 +461,8 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
+        if self._sb < n <= self.tile_potrf and self.dtype.itemsize in _TILE_BLOCKS:
+            return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)
             if n:  # a second status, read after cuSOLVER's own
@@ -437,6 +472,21 @@ class CUDAExecutor(Executor):
         self._launch(f"tricov::potrf_leaf<{self._ctype}, {self._sb}>", 1, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
+        return self._record(status, offset)
+
+    def _potrf_tiles(self, a: Mat, offset: int) -> bool:
+        """The POTRF leaf by tiles of 32 in one launch (``potrf_tiles``): as many blocks of
+        threads as it has work items or as fit on the device at once, and its flags zeroed
+        before it on the stream."""
+        n, status = a.rows, self._status()
+        t = -(-n // 32)
+        flags = self.xp.zeros(1 + t * t, dtype=np.int32)
+        self._keep.append(flags)
+        grid = min(1 + t * (t - 1) // 2, _TILE_BLOCKS[self.dtype.itemsize] * _multiprocessors())
+        self._launch(f"tricov::potrf_tiles<{self._ctype}>", grid, (
+            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
+            np.uint64(flags.data.ptr), np.uint64(self._status_ptr(status))),
+            tile_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
     def nan_pivot(self, n: int, a: int, lda: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "
            "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
-           "tile_kernels", "tile_order", "tile_shared", "tile_threads", "wide_tiles"]
+           "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -267,6 +267,12 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
     return ((sb + 1) * shape.kp + sb + (n | 1) * shape.cols) * itemsize
 
 
+def tile_smem(itemsize: int) -> int:
+    """Bytes of dynamic shared memory of ``potrf_tiles``: five tiles of 32 x 32 (leading
+    dimension 33)."""
+    return 5 * 32 * 33 * itemsize
+
+
 def square_smem(itemsize: int) -> int:
     """Bytes of shared memory of the diagonal-block kernels (tri_inv, potrf_leaf, lauum_leaf)."""
     sb = block_order(itemsize)
@@ -347,4 +353,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int)")
+            if size < 16:  # complex128 POTRF leaves go to cuSOLVER (backends/cuda.py)
+                decls.append(f"__global__ void tricov::potrf_tiles<{t}>(int, {t}*, long long, "
+                             "int, int*, int*)")
     return out

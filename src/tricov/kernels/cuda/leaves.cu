@@ -588,11 +588,13 @@ tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, 
 // it, update_rows takes them out of the columns to their right.
 
 // The 32 x 32 diagonal block at S(o, o) <- its Cholesky factor (lower triangle; one warp, lane
-// = row, right-looking in registers: the pivot comes by shuffle, the rest of each column by
-// broadcast from shared memory, which keeps the code short). Returns the first column whose
-// pivot is not positive (or is NaN), or -1, the same on every lane; dinv[o + j] gets
-// 1 / L(o + j, o + j). Elements above the diagonal are left undefined, and those of the rows
-// below the failing column's pivot, in the columns after it, as they were.
+// = row, right-looking in registers: the rest of each column by broadcast from shared memory,
+// which keeps the code short). The next pivot comes by shuffle from the lane that owns it as
+// soon as that lane has its own element of the column (the same operations as its update, so
+// the same value): the chain from pivot to pivot does not wait for shared memory. Returns the
+// first column whose pivot is not positive (or is NaN), or -1, the same on every lane;
+// dinv[o + j] gets 1 / L(o + j, o + j). Elements above the diagonal are left undefined, and
+// those of the rows below the failing column's pivot, in the columns after it, as they were.
 template <typename T>
 __device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
     using R = real_t<T>;
@@ -602,15 +604,16 @@ __device__ int chol32(T* S, int ld, int o, real_t<T>* dinv) {
 #pragma unroll
     for (int k = 0; k < 32; ++k) r[k] = row[k * ld];
     int bad = -1;
+    R piv = re(shfl(r[0], 0));
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
-        const R piv = re(shfl(r[j], j));
         if (!(piv > R(0))) {  // the columns from j on stay as they are
             bad = j;
             break;
         }
         const R rs = rsq(piv);
         r[j] = lane == j ? T(piv * rs) : r[j] * T(rs);
+        if (j < 31) piv = re(shfl(r[j + 1] - r[j] * conj_(r[j]), j + 1));
         if (lane == 0) dinv[o + j] = rs;
         row[j * ld] = r[j];
         __syncwarp();
@@ -693,6 +696,231 @@ potrf_leaf(int n, T* A, long long lda, int opa, int* info)
     }
     store_lower<T, SBM>(S, A, lda, opa, 0, n, true, false);
     if (tid == 0) info[0] = fail;
+}
+
+// ------------------------------------------------------------------------ POTRF by tiles
+// The Cholesky factor of a larger logical view by tiles of 32 x 32, in one launch. Blocks of
+// threads take work items from a counter: the pair P_j of the tiles (j, j - 1) and (j, j) (P_0
+// the tile (0, 0) alone), or a tile (i, c), i >= c + 2, solved alone. A tile subtracts its
+// row's and its column's factored tiles as they appear (left-looking), then is solved against
+// its column's factored diagonal tile or factored itself (chol32). A pair keeps its solved
+// tile in shared memory to update its diagonal tile, so that the chain of diagonal tiles, which
+// sets the pace, passes through global memory once per column of tiles. The order of items:
+// P_0, then for j >= 1 P_j followed by the solved-alone tiles of column j - 1 (every item reads
+// only earlier items, so every wait ends whatever number of blocks is resident). Blocks wait
+// for the tiles they read through flags in global memory and read tiles past L1 (__ldcg): a
+// block may have read a tile's memory before its factor was written.
+
+constexpr int TILE = 32, TLD = TILE + 1;
+
+template <typename T> __device__ __forceinline__ T ld_cg(const T* p) { return __ldcg(p); }
+template <typename R> __device__ __forceinline__ cplx<R> ld_cg(const cplx<R>* p) {
+    const R* q = reinterpret_cast<const R*>(p);
+    return cplx<R>(__ldcg(q), __ldcg(q + 1));
+}
+
+// Flag states: 0 pending (set before the launch), DONE, FAILED (a failed pivot at or before
+// the tile: it was not written).
+constexpr int DONE = 1, FAILED = 2;
+
+// Waits for the flag (thread 0 polls it), then returns its state to every thread.
+__device__ __forceinline__ int wait_flag(const volatile int* flag, int* state) {
+    if (threadIdx.x == 0) {
+        int s;
+        while ((s = *flag) == 0) __nanosleep(32);
+        *state = s;
+        __threadfence();
+    }
+    __syncthreads();
+    const int s = *state;
+    __syncthreads();
+    return s;
+}
+
+// Every thread's writes visible, then the flag set to `state` (by thread `first`, after the
+// barrier of the threads from `first` on: the block, or warps 1.. on their named barrier).
+__device__ __forceinline__ void publish(volatile int* flag, int state, int first = 0) {
+    __threadfence();
+    if (first == 0) __syncthreads();
+    else asm volatile("bar.sync 1, %0;" :: "r"(THREADS - first));
+    if (threadIdx.x == first) atomicExch(const_cast<int*>(flag), state);
+}
+
+// D (TILE x TILE, leading dimension TLD) <- the tile at (i0, j0) of op_a(A), zero outside the
+// matrix (with `lower`, also above the diagonal, and ones on the diagonal past the matrix).
+template <typename T>
+__device__ void load_tile(T* D, const T* A, long long lda, int opa, int n, int i0, int j0,
+                          bool lower) {
+    for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+        const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
+        const int i = i0 + r, j = j0 + c;
+        T v = T(lower && r == c && i >= n ? 1 : 0);
+        if (i < n && j < n && (!lower || r >= c)) {
+            v = ld_cg((opa & 1) ? A + j + i * lda : A + i + j * lda);
+            if (opa & 2) v = conj_(v);
+        }
+        D[r + c * TLD] = v;
+    }
+}
+
+// The inverse of load_tile, by the threads from `first` on.
+template <typename T>
+__device__ void store_tile(const T* D, T* A, long long lda, int opa, int n, int i0, int j0,
+                           bool lower, int first = 0) {
+    for (int e = threadIdx.x - first; e < TILE * TILE; e += THREADS - first) {
+        const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
+        if (i0 + r < n && j0 + c < n && (!lower || r >= c))
+            store(A, lda, opa, i0 + r, j0 + c, D[r + c * TLD]);
+    }
+}
+
+// C -= X Y^H (tiles of leading dimension TLD). Thread (r, w) (lane, warp) takes row r of the
+// columns w, w + 8, ...: an element of X per step, and a broadcast element of Y per column.
+template <typename T>
+__device__ __forceinline__ void sub_product(T* C, const T* X, const T* Y) {
+    constexpr int WARPS = THREADS / 32, COLS = TILE / WARPS;
+    const int r = threadIdx.x & 31, w = threadIdx.x >> 5;
+    T acc[COLS];
+#pragma unroll
+    for (int q = 0; q < COLS; ++q) acc[q] = T(0);
+#pragma unroll 8
+    for (int m = 0; m < TILE; ++m) {
+        const T x = X[r + m * TLD];
+#pragma unroll
+        for (int q = 0; q < COLS; ++q) acc[q] += x * conj_(Y[w + WARPS * q + m * TLD]);
+    }
+#pragma unroll
+    for (int q = 0; q < COLS; ++q) C[r + (w + WARPS * q) * TLD] -= acc[q];
+}
+
+// C <- C L^-H (tiles of leading dimension TLD; dinv: 1 / the diagonal of L). Warp w solves
+// rows w, w + 8, ...; lane m holds column m of those rows and row m of L, and each step
+// broadcasts one solved element of each row by shuffle.
+template <typename T>
+__device__ __forceinline__ void solve_tile(T* C, const T* L, const real_t<T>* dinv) {
+    constexpr int ROWS = TILE / (THREADS / 32);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    T l[TILE], c[ROWS];
+#pragma unroll
+    for (int k = 0; k < TILE; ++k) l[k] = conj_(L[lane + k * TLD]);
+#pragma unroll
+    for (int q = 0; q < ROWS; ++q) c[q] = C[warp + (THREADS / 32) * q + lane * TLD];
+    const T d = T(dinv[lane]);
+#pragma unroll
+    for (int k = 0; k < TILE; ++k) {
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q) {
+            const T x = shfl(c[q] * d, k);
+            if (lane == k) c[q] = x;
+            else if (lane > k) c[q] -= x * l[k];
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < ROWS; ++q) C[warp + (THREADS / 32) * q + lane * TLD] = c[q];
+}
+
+// The lower triangle of the n x n logical view op_a(A) <- its Cholesky factor. flags: 1 + t x t
+// ints (t = ceil(n / 32)), zero at the launch: the item counter, then a flag per tile (i, j)
+// at 1 + i + j t. info[0] gets 0 or the order of the first leading minor that is not positive
+// definite (A then holds the factor's tiles left of the failing diagonal tile and in its row,
+// that tile as chol32 left it, and the tiles below it and right of it as they were).
+template <typename T>
+__global__ void __launch_bounds__(THREADS, sizeof(T) >= 8 ? 1 : 2)
+potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
+{
+    using R = real_t<T>;
+    T* Lf = shared_as<T>();      // a factored diagonal tile,
+    T* Cs = Lf + TILE * TLD;     // the tile to solve,
+    T* Cd = Cs + TILE * TLD;     // the diagonal tile to factor,
+    T* X = Cd + TILE * TLD;      // and two factored tiles of a product
+    T* Y = X + TILE * TLD;
+    __shared__ R dinv[TILE];
+    __shared__ int ticket, state, bad;
+    const int t = (n + TILE - 1) / TILE, items = 1 + t * (t - 1) / 2, tid = threadIdx.x;
+    volatile int* done = flags + 1;
+    for (;;) {
+        if (tid == 0) ticket = atomicAdd(flags, 1);
+        __syncthreads();
+        int s = ticket;
+        __syncthreads();
+        if (s >= items) return;
+        int j = 0, c = -1;  // P_j, or the tile (j + s, c) solved alone if c >= 0
+        if (s > 0) {
+            for (s -= 1, j = 1; s >= t - j; ++j) s -= t - j;
+            if (s > 0) c = j - 1;
+        }
+        int result = DONE;
+        if (c >= 0) {
+            const int i = j + s;
+            load_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
+            __syncthreads();
+            for (int k = 0; k < c && result == DONE; ++k) {
+                result = wait_flag(done + i + k * t, &state);
+                if (result == DONE) result = wait_flag(done + c + k * t, &state);
+                if (result != DONE) break;
+                load_tile(X, A, lda, opa, n, i * TILE, k * TILE, false);
+                load_tile(Y, A, lda, opa, n, c * TILE, k * TILE, false);
+                __syncthreads();
+                sub_product(Cs, X, Y);
+                __syncthreads();
+            }
+            if (result == DONE) result = wait_flag(done + c + c * t, &state);
+            if (result == DONE) {
+                load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);
+                __syncthreads();
+                if (tid < TILE) dinv[tid] = R(1) / re(Lf[tid + tid * TLD]);
+                __syncthreads();
+                solve_tile(Cs, Lf, dinv);
+                __syncthreads();
+                store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
+            }
+            publish(done + i + c * t, result);
+            continue;
+        }
+        const int j0 = j * TILE;
+        load_tile(Cd, A, lda, opa, n, j0, j0, true);
+        if (j > 0) load_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false);
+        __syncthreads();
+        for (int k = 0; k + 1 < j && result == DONE; ++k) {
+            result = wait_flag(done + j + k * t, &state);
+            if (result == DONE) result = wait_flag(done + j - 1 + k * t, &state);
+            if (result != DONE) break;
+            load_tile(X, A, lda, opa, n, j0, k * TILE, false);
+            load_tile(Y, A, lda, opa, n, j0 - TILE, k * TILE, false);
+            __syncthreads();
+            sub_product(Cs, X, Y);
+            sub_product(Cd, X, X);
+            __syncthreads();
+        }
+        if (j > 0) {
+            if (result == DONE) result = wait_flag(done + (j - 1) * (t + 1), &state);
+            if (result == DONE) {
+                load_tile(Lf, A, lda, opa, n, j0 - TILE, j0 - TILE, true);
+                __syncthreads();
+                if (tid < TILE) dinv[tid] = R(1) / re(Lf[tid + tid * TLD]);
+                __syncthreads();
+                solve_tile(Cs, Lf, dinv);
+                __syncthreads();
+                sub_product(Cd, Cs, Cs);
+                __syncthreads();
+            }
+            if (tid >= 32) {  // the solved tile out while warp 0 factors the diagonal one
+                if (result == DONE) store_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false, 32);
+                publish(done + j + (j - 1) * t, result, 32);
+            }
+        }
+        if (result == DONE && tid < 32) {
+            const int b = chol32(Cd, TLD, 0, dinv);
+            if (tid == 0) bad = b;
+        }
+        __syncthreads();
+        if (result == DONE) {
+            store_tile(Cd, A, lda, opa, n, j0, j0, true);
+            if (bad >= 0) result = FAILED;
+            if (tid == 0 && (bad >= 0 || j == t - 1)) info[0] = bad >= 0 ? j0 + bad + 1 : 0;
+        }
+        publish(done + j * (t + 1), result);
+    }
 }
 
 // The lower triangle of the n x n logical view op_a(A) (n <= SBM) <- L^H L, L its lower triangle.
