@@ -61,7 +61,7 @@ def jobs(quick: bool, dtypes: list[str]) -> list[Job]:
         for op in ("trsm", "trmm"):
             small += [Job(CASES[op], (n, n), dt) for n in SQUARES[:2]]
             large += [Job(CASES[op], (n, n), dt) for n in SQUARES[2:]]
-        sizes = (1024, 4096, 16384) if quick else POTRF
+        sizes = (512, 1024, 4096, 16384) if quick else POTRF
         small += [Job(CASES["potrf"], (n,), dt) for n in sizes if n <= 8192]
         large += [Job(CASES["potrf"], (n,), dt) for n in sizes if n > 8192]
         for op in ("potri", "poti"):
