@@ -184,10 +184,10 @@ class CUDAExecutor(Executor):
     stage_bytes = 1 << 28
     #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
     #: are factored by tiles (``potrf_tiles``, not complex128); larger ones by cuSOLVER. On
-    #: one H100 the tiles were 1.2-1.4x faster than cuSOLVER from 129 to 1024 rows (float64,
-    #: float32), 1.03 / 1.16x at 1280 and 0.85 / 0.99x at 1536, where the chain of diagonal
-    #: tiles no longer sets the pace (benchmarks/gpu_potrf_tiles_h100.txt).
-    tile_potrf = 1280
+    #: one H100 (benchmarks/gpu_potrf_tiles_h100.txt, float64 / float32) the tiles took
+    #: 0.76 / 0.80 of cuSOLVER's time at 512, 0.74 / 0.78 at 1024, 0.93 / 0.85 at 1536 and
+    #: 1.32 / 1.09 at 2048, where their products, not the chain of diagonal tiles, set the pace.
+    tile_potrf = 1536
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy

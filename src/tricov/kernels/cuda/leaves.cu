@@ -746,21 +746,44 @@ __device__ __forceinline__ void publish(volatile int* flag, int state, int first
     if (threadIdx.x == first) atomicExch(const_cast<int*>(flag), state);
 }
 
-// D (TILE x TILE, leading dimension TLD) <- the tile at (i0, j0) of op_a(A), zero outside the
-// matrix (with `lower`, also above the diagonal, and ones on the diagonal past the matrix).
+// Tiles move between memory and shared memory through registers, PER elements a thread.
+constexpr int PER = TILE * TILE / THREADS;
+
+// Thread tid's elements of the tile at (i0, j0) of op_a(A) (along memory: rows of the tile
+// for op N), zero outside the matrix (with `lower`, also above the diagonal, and ones on the
+// diagonal past the matrix).
 template <typename T>
-__device__ void load_tile(T* D, const T* A, long long lda, int opa, int n, int i0, int j0,
-                          bool lower) {
-    for (int e = threadIdx.x; e < TILE * TILE; e += THREADS) {
+__device__ __forceinline__ void fetch_tile(T (&v)[PER], const T* A, long long lda, int opa,
+                                           int n, int i0, int j0, bool lower) {
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+        const int e = threadIdx.x + q * THREADS;
         const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
         const int i = i0 + r, j = j0 + c;
-        T v = T(lower && r == c && i >= n ? 1 : 0);
+        v[q] = T(lower && r == c && i >= n ? 1 : 0);
         if (i < n && j < n && (!lower || r >= c)) {
-            v = ld_cg((opa & 1) ? A + j + i * lda : A + i + j * lda);
-            if (opa & 2) v = conj_(v);
+            v[q] = ld_cg((opa & 1) ? A + j + i * lda : A + i + j * lda);
+            if (opa & 2) v[q] = conj_(v[q]);
         }
-        D[r + c * TLD] = v;
     }
+}
+
+// D (TILE x TILE, leading dimension TLD) <- the elements fetch_tile read.
+template <typename T>
+__device__ __forceinline__ void put_tile(T* D, const T (&v)[PER], int opa) {
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+        const int e = threadIdx.x + q * THREADS;
+        D[(opa & 1) ? e / TILE + (e % TILE) * TLD : e % TILE + (e / TILE) * TLD] = v[q];
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void load_tile(T* D, const T* A, long long lda, int opa, int n,
+                                          int i0, int j0, bool lower) {
+    T v[PER];
+    fetch_tile(v, A, lda, opa, n, i0, j0, lower);
+    put_tile(D, v, opa);
 }
 
 // The inverse of load_tile, by the threads from `first` on.
@@ -794,29 +817,82 @@ __device__ __forceinline__ void sub_product(T* C, const T* X, const T* Y) {
 }
 
 // C <- C L^-H (tiles of leading dimension TLD; dinv: 1 / the diagonal of L). Warp w solves
-// rows w, w + 8, ...; lane m holds column m of those rows and row m of L, and each step
+// rows w, w + 8, ...; lane m holds column m of those rows and reads row m of L, and each step
 // broadcasts one solved element of each row by shuffle.
 template <typename T>
 __device__ __forceinline__ void solve_tile(T* C, const T* L, const real_t<T>* dinv) {
     constexpr int ROWS = TILE / (THREADS / 32);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    T l[TILE], c[ROWS];
-#pragma unroll
-    for (int k = 0; k < TILE; ++k) l[k] = conj_(L[lane + k * TLD]);
+    T c[ROWS];
 #pragma unroll
     for (int q = 0; q < ROWS; ++q) c[q] = C[warp + (THREADS / 32) * q + lane * TLD];
     const T d = T(dinv[lane]);
 #pragma unroll
     for (int k = 0; k < TILE; ++k) {
+        const T l = conj_(L[lane + k * TLD]);
 #pragma unroll
         for (int q = 0; q < ROWS; ++q) {
             const T x = shfl(c[q] * d, k);
             if (lane == k) c[q] = x;
-            else if (lane > k) c[q] -= x * l[k];
+            else if (lane > k) c[q] -= x * l;
         }
     }
 #pragma unroll
     for (int q = 0; q < ROWS; ++q) C[warp + (THREADS / 32) * q + lane * TLD] = c[q];
+}
+
+// Both tiles (rx, k) and (ry, k) flagged: DONE, or FAILED if either failed.
+__device__ __forceinline__ int wait_both(const volatile int* done, int t, int rx, int ry, int k,
+                                         int* state) {
+    const int s = wait_flag(done + rx + k * t, state);
+    return s == DONE ? wait_flag(done + ry + k * t, state) : s;
+}
+
+// C1 -= sum_{k < kmax} L_xk L_yk^H (and C2 -= L_xk L_xk^H if C2), L_xk the factored tile (rx, k)
+// of op_a(A), each term as soon as its tiles are flagged, the next term's tiles read into
+// registers while this one's are multiplied. Returns DONE, or FAILED once a tile did.
+template <typename T>
+__device__ int left_looking(T* C1, T* C2, T* X, T* Y, int kmax, int rx, int ry, const T* A,
+                            long long lda, int opa, int n, const volatile int* done, int t,
+                            int* state) {
+    T x[PER], y[PER];
+    int result = kmax > 0 ? wait_both(done, t, rx, ry, 0, state) : DONE;
+    if (kmax > 0 && result == DONE) {
+        fetch_tile(x, A, lda, opa, n, rx * TILE, 0, false);
+        fetch_tile(y, A, lda, opa, n, ry * TILE, 0, false);
+    }
+    for (int k = 0; k < kmax && result == DONE; ++k) {
+        put_tile(X, x, opa);
+        put_tile(Y, y, opa);
+        __syncthreads();
+        const int next = k + 1 < kmax ? wait_both(done, t, rx, ry, k + 1, state) : DONE;
+        if (k + 1 < kmax && next == DONE) {
+            fetch_tile(x, A, lda, opa, n, rx * TILE, (k + 1) * TILE, false);
+            fetch_tile(y, A, lda, opa, n, ry * TILE, (k + 1) * TILE, false);
+        }
+        sub_product(C1, X, Y);
+        if (C2) sub_product(C2, X, X);
+        __syncthreads();
+        result = next;
+    }
+    return result;
+}
+
+// C <- C L^-H for the factored diagonal tile L = (c, c) of op_a(A) once it is flagged (into
+// shared memory at Lf, with dinv 1 / its diagonal). Returns its flag's state.
+template <typename T>
+__device__ int solve_below(T* C, T* Lf, real_t<T>* dinv, int c, const T* A, long long lda,
+                           int opa, int n, const volatile int* done, int t, int* state) {
+    const int result = wait_flag(done + c * (t + 1), state);
+    if (result == DONE) {
+        load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);
+        __syncthreads();
+        if (threadIdx.x < TILE) dinv[threadIdx.x] = real_t<T>(1) / re(Lf[threadIdx.x * (TLD + 1)]);
+        __syncthreads();
+        solve_tile(C, Lf, dinv);
+        __syncthreads();
+    }
+    return result;
 }
 
 // The lower triangle of the n x n logical view op_a(A) <- its Cholesky factor. flags: 1 + t x t
@@ -849,31 +925,15 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
             for (s -= 1, j = 1; s >= t - j; ++j) s -= t - j;
             if (s > 0) c = j - 1;
         }
-        int result = DONE;
+        int result;
         if (c >= 0) {
             const int i = j + s;
             load_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
-            __syncthreads();
-            for (int k = 0; k < c && result == DONE; ++k) {
-                result = wait_flag(done + i + k * t, &state);
-                if (result == DONE) result = wait_flag(done + c + k * t, &state);
-                if (result != DONE) break;
-                load_tile(X, A, lda, opa, n, i * TILE, k * TILE, false);
-                load_tile(Y, A, lda, opa, n, c * TILE, k * TILE, false);
-                __syncthreads();
-                sub_product(Cs, X, Y);
-                __syncthreads();
-            }
-            if (result == DONE) result = wait_flag(done + c + c * t, &state);
-            if (result == DONE) {
-                load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);
-                __syncthreads();
-                if (tid < TILE) dinv[tid] = R(1) / re(Lf[tid + tid * TLD]);
-                __syncthreads();
-                solve_tile(Cs, Lf, dinv);
-                __syncthreads();
-                store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
-            }
+            result = left_looking(Cs, static_cast<T*>(nullptr), X, Y, c, i, c, A, lda, opa, n,
+                                  done, t, &state);
+            if (result == DONE)
+                result = solve_below(Cs, Lf, dinv, c, A, lda, opa, n, done, t, &state);
+            if (result == DONE) store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
             publish(done + i + c * t, result);
             continue;
         }
@@ -881,26 +941,11 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
         load_tile(Cd, A, lda, opa, n, j0, j0, true);
         if (j > 0) load_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false);
         __syncthreads();
-        for (int k = 0; k + 1 < j && result == DONE; ++k) {
-            result = wait_flag(done + j + k * t, &state);
-            if (result == DONE) result = wait_flag(done + j - 1 + k * t, &state);
-            if (result != DONE) break;
-            load_tile(X, A, lda, opa, n, j0, k * TILE, false);
-            load_tile(Y, A, lda, opa, n, j0 - TILE, k * TILE, false);
-            __syncthreads();
-            sub_product(Cs, X, Y);
-            sub_product(Cd, X, X);
-            __syncthreads();
-        }
+        result = left_looking(Cs, Cd, X, Y, j - 1, j, j - 1, A, lda, opa, n, done, t, &state);
         if (j > 0) {
-            if (result == DONE) result = wait_flag(done + (j - 1) * (t + 1), &state);
+            if (result == DONE)
+                result = solve_below(Cs, Lf, dinv, j - 1, A, lda, opa, n, done, t, &state);
             if (result == DONE) {
-                load_tile(Lf, A, lda, opa, n, j0 - TILE, j0 - TILE, true);
-                __syncthreads();
-                if (tid < TILE) dinv[tid] = R(1) / re(Lf[tid + tid * TLD]);
-                __syncthreads();
-                solve_tile(Cs, Lf, dinv);
-                __syncthreads();
                 sub_product(Cd, Cs, Cs);
                 __syncthreads();
             }
