@@ -816,6 +816,28 @@ __device__ __forceinline__ void sub_product(T* C, const T* X, const T* Y) {
     for (int q = 0; q < COLS; ++q) C[r + (w + WARPS * q) * TLD] -= acc[q];
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// float64 on the tensor cores (sm_90): warp w takes the 16 x 8 block at rows 16 (w % 2),
+// columns 8 (w / 2), eight mma.m16n8k4 over the 32 terms (with g = lane / 4, q = lane % 4: X
+// elements (g, q) and (g + 8, q), Y element (g, q), D elements (g + 8 (i / 2), 2q + i % 2)),
+// each product and sum rounded as an FMA's.
+__device__ __forceinline__ void sub_product(double* C, const double* X, const double* Y) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+    const int r0 = (w & 1) * 16 + g, c0 = (w >> 1) * 8;
+    double d[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+    for (int k = q; k < TILE; k += 4) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+            "{%0, %1, %2, %3};\n"
+            : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+            : "d"(X[r0 + k * TLD]), "d"(X[r0 + 8 + k * TLD]), "d"(Y[c0 + g + k * TLD]));
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) C[r0 + 8 * (i / 2) + (c0 + 2 * q + i % 2) * TLD] -= d[i];
+}
+#endif
+
 // C <- C L^-H (tiles of leading dimension TLD; dinv: 1 / the diagonal of L). Warp w solves
 // rows w, w + 8, ...; lane m holds column m of those rows and reads row m of L, and each step
 // broadcasts one solved element of each row by shuffle.
