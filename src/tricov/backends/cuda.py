@@ -72,7 +72,7 @@ _TILE_BLOCKS = {4: 2, 8: 1}
 
 
 @functools.cache
-def _multiprocessors(device: int | None = None) -> int:
+def _multiprocessors(device: int) -> int:
     import cupy
 
     return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
@@ -482,7 +482,8 @@ class CUDAExecutor(Executor):
         t = -(-n // 32)
         flags = self.xp.zeros(1 + t * t, dtype=np.int32)
         self._keep.append(flags)
-        grid = min(1 + t * (t - 1) // 2, _TILE_BLOCKS[self.dtype.itemsize] * _multiprocessors())
+        blocks = _TILE_BLOCKS[self.dtype.itemsize] * _multiprocessors(self.xp.cuda.Device().id)
+        grid = min(1 + t * (t - 1) // 2, blocks)
         self._launch(f"tricov::potrf_tiles<{self._ctype}>", grid, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.uint64(flags.data.ptr), np.uint64(self._status_ptr(status))),
