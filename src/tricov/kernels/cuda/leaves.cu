@@ -10,6 +10,8 @@
 //              (the TRTRI leaf).
 // tri_cond     the same test on inverses of larger diagonal blocks assembled from tri_inv's.
 // potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
+// potrf_tiles  Cholesky factor of a larger block by tiles of 32, every block of threads the
+//              device holds taking tiles in dependency order (the POTRF leaf up to 1536 rows).
 // lauum_leaf   L^H L of one diagonal block in shared memory (the LAUUM leaf).
 //
 // Matrices are logical views as everywhere in tricov: (pointer, leading dimension, op), op as
