@@ -35,6 +35,7 @@ from reference import (
     trsm_error,
     trtri_error,
 )
+from tricov.kernels import TILE_BLOCKS
 
 pytestmark = pytest.mark.gpu
 
@@ -312,14 +313,14 @@ def test_not_positive_definite_in_leaf(cp, potrf_leaf, dt, uplo, where, bad):
     assert err.value.order == where + 1
 
 
-@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt != np.complex128])
+@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.itemsize in TILE_BLOCKS])
 @pytest.mark.parametrize("n", [129, 161, 1000])
 @pytest.mark.parametrize("order", "FC")
 def test_potrf_by_tiles(cp, cuda, dt, n, order):
     """POTRF leaves by tiles of 32 (``potrf_tiles``): orders ending in a short tile, both
     triangles (the other one NaN), replayed calls; failures on the first and the last pivot
     of a tile and on the matrix's last pivot give LAPACK's order, and the minor before the
-    failure holds its exact factor. (complex128 leaves go to cuSOLVER.)"""
+    failure holds its exact factor. (Other dtypes' leaves go to cuSOLVER.)"""
     from tricov.kernels import block_order
 
     assert block_order(np.dtype(dt).itemsize) < n <= cuda.CUDAExecutor.tile_potrf

@@ -33,7 +33,6 @@ Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 from __future__ import annotations
 
 import ctypes
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +42,7 @@ from .. import _options as opt
 from .._views import Mat
 from ..kernels import (
     THREADS,
+    TILE_BLOCKS,
     block_order,
     cond_split,
     leaf_shape,
@@ -64,20 +64,6 @@ NARROW = 1 << 30
 _GRID_Z = 65535
 #: Leaf statuses per device allocation (read back with one copy each).
 _STATUS_SLOTS = 64
-#: Blocks of threads of ``potrf_tiles`` resident on a multiprocessor, by element size (its
-#: ``__launch_bounds__``; more would wait for the first ones to run out of tiles). complex128
-#: takes cuSOLVER's POTRF: its tiles, one block per multiprocessor with four times the flops
-#: of float64, ran at 0.5-0.85x cuSOLVER (benchmarks/gpu_potrf_tiles_h100.txt).
-_TILE_BLOCKS = {4: 2, 8: 1}
-
-
-@functools.cache
-def _multiprocessors(device: int) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
-
-
 def _diag_find(dtype: np.dtype, n: int, a: int, step: int, status: int, zero: bool) -> None:
     """Queue ``diag_find`` (triangular.cu): the 1-based index of the first NaN (or, with
     ``zero``, exactly zero) of the ``n`` elements ``step`` elements apart from address ``a``,
@@ -461,7 +447,7 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        if self._sb < n <= self.tile_potrf and self.dtype.itemsize in _TILE_BLOCKS:
+        if self._sb < n <= self.tile_potrf and self.dtype.itemsize in TILE_BLOCKS:
             return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)
@@ -482,7 +468,7 @@ class CUDAExecutor(Executor):
         t = -(-n // 32)
         flags = self.xp.zeros(1 + t * t, dtype=np.int32)
         self._keep.append(flags)
-        blocks = _TILE_BLOCKS[self.dtype.itemsize] * _multiprocessors(self.xp.cuda.Device().id)
+        blocks = TILE_BLOCKS[self.dtype.itemsize] * nvrtc.device_attribute("MultiProcessorCount")
         grid = min(1 + t * (t - 1) // 2, blocks)
         self._launch(f"tricov::potrf_tiles<{self._ctype}>", grid, (
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),

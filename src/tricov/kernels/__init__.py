@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "SHARED_MAX", "THREADS", "TILE_ORDERS", "LeafShape", "batched_grid", "batched_lanes",
+           "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS", "LeafShape", "batched_grid",
+           "batched_lanes",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
            "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
@@ -267,6 +268,13 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
     return ((sb + 1) * shape.kp + sb + (n | 1) * shape.cols) * itemsize
 
 
+#: Blocks of threads of ``potrf_tiles`` resident on a multiprocessor, by element size (its
+#: ``__launch_bounds__``); element sizes it serves. complex128 has no tiles: one block per
+#: multiprocessor with four times the flops of float64 ran at 0.5-0.85x cuSOLVER's POTRF
+#: (benchmarks/gpu_potrf_tiles_h100.txt).
+TILE_BLOCKS = {4: 2, 8: 1}
+
+
 def tile_smem(itemsize: int) -> int:
     """Bytes of dynamic shared memory of ``potrf_tiles``: five tiles of 32 x 32 (leading
     dimension 33)."""
@@ -353,7 +361,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int)")
-            if size < 16:  # complex128 POTRF leaves go to cuSOLVER (backends/cuda.py)
+            if size in TILE_BLOCKS:
                 decls.append(f"__global__ void tricov::potrf_tiles<{t}>(int, {t}*, long long, "
                              "int, int*, int*)")
     return out

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CTYPE", "SOURCE_DIR", "address_offsets", "allow_shared", "function", "kernel",
-           "launch", "parameter_buffer", "record", "shared_max", "sources"]
+           "device_attribute", "launch", "parameter_buffer", "record", "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -57,17 +57,23 @@ _opted_in: dict[tuple[int, int], Any] = {}
 
 
 @functools.cache
-def _shared_max(device: int) -> int:
+def _attribute(device: int, name: str) -> int:
     import cupy
 
-    return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+    return int(cupy.cuda.Device(device).attributes[name])
+
+
+def device_attribute(name: str) -> int:
+    """The current device's attribute ``name`` (as CuPy's ``Device.attributes`` names it),
+    read once per device."""
+    import cupy
+
+    return _attribute(cupy.cuda.Device().id, name)
 
 
 def shared_max() -> int:
     """Dynamic shared memory one block may take on the current device (after opting in)."""
-    import cupy
-
-    return _shared_max(cupy.cuda.Device().id)
+    return device_attribute("MaxSharedMemoryPerBlockOptin")
 
 
 def allow_shared(kernel: Any, nbytes: int) -> None:

@@ -923,7 +923,8 @@ __device__ int solve_below(T* C, T* Lf, real_t<T>* dinv, int c, const T* A, long
 // ints (t = ceil(n / 32)), zero at the launch: the item counter, then a flag per tile (i, j)
 // at 1 + i + j t. info[0] gets 0 or the order of the first leading minor that is not positive
 // definite (A then holds the factor's tiles left of the failing diagonal tile and in its row,
-// that tile as chol32 left it, and the tiles below it and right of it as they were).
+// that tile as chol32 left it, and the tiles below it and right of it as they were). Blocks
+// per multiprocessor as kernels.TILE_BLOCKS says (float64 would spill registers at two).
 template <typename T>
 __global__ void __launch_bounds__(THREADS, sizeof(T) >= 8 ? 1 : 2)
 potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
