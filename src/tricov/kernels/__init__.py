@@ -270,8 +270,8 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
 
 #: Blocks of threads of ``potrf_tiles`` resident on a multiprocessor, by element size (its
 #: ``__launch_bounds__``); element sizes it serves. complex128 has no tiles: one block per
-#: multiprocessor with four times the flops of float64 ran at 0.5-0.85x cuSOLVER's POTRF
-#: (benchmarks/gpu_potrf_tiles_h100.txt).
+#: multiprocessor with four times the flops of float64 ran at 0.43-0.69x the speed of
+#: cuSOLVER's POTRF (benchmarks/gpu_potrf_tiles_h100.txt).
 TILE_BLOCKS = {4: 2, 8: 1}
 
 
