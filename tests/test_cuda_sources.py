@@ -35,14 +35,14 @@ def test_compiles_for_sm90(source, ctype, tmp_path):
 
 
 def test_cond_split_slices_fit_the_block():
-    """tri_cond and its slices: every slice of a leaf's rows is a whole number of groups of 4
+    """tri_cond and its slices: every slice of a leaf's rows is a whole number of groups of 8
     rows and divides the block's threads (a row per THREADS split / order threads)."""
     from tricov.kernels import THREADS, cond_split
 
     for order in (256, 512, 1024, 2048):
         rows = order // cond_split(order)
         assert rows * cond_split(order) == order
-        assert THREADS % rows == 0 and rows % 4 == 0, order
+        assert THREADS % rows == 0 and rows % 8 == 0, order
 
 
 def test_wide_tiles_pad_no_further():

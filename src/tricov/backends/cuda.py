@@ -253,7 +253,8 @@ class CUDAExecutor(Executor):
         """Invert the diagonal blocks of ``a`` for a TRSM on ``b`` whose leaves have ``block``
         rows (:class:`_Inverses`): the kernel's blocks (``tri_inv``, each flagged by its
         condition number), and where a leaf spans several of them, the leaves' inverses
-        assembled from theirs (:meth:`_double`) and tested again (``tri_cond``)."""
+        assembled from theirs (:meth:`_double`) and tested again (``tri_cond``, on the row sums
+        of ``tri_rows``)."""
         self._inverses = None
         m = b.rows
         if m <= block or not b.cols or b.cols > self.narrow:
@@ -285,11 +286,16 @@ class CUDAExecutor(Executor):
                                               leaves, leaf_flags)
             self._keep += [leaves, leaf_flags]
             order *= 2
+        sums = self.xp.empty(complete * block, dtype=real)
+        self._keep.append(sums)
+        self._launch(f"tricov::tri_rows<{self._ctype}>", complete * block // 32, (
+            np.int32(block), np.uint64(a.ptr), np.int64(a.ld), np.int32(op), np.int32(lower),
+            np.int32(unit), np.uint64(sums.data.ptr)), 0)
         split = cond_split(block)
         self._launch(f"tricov::tri_cond<{self._ctype}>", complete * split, (
-            np.int32(block), np.uint64(a.ptr), np.int64(a.ld), np.int32(op), np.int32(lower),
-            np.int32(unit), np.uint64(leaves.data.ptr), np.uint64(leaf_flags.data.ptr),
-            real(self.inverse_cond), np.int32(split)), block * np.dtype(real).itemsize)
+            np.int32(block), np.int32(lower), np.uint64(leaves.data.ptr),
+            np.uint64(leaf_flags.data.ptr), np.uint64(sums.data.ptr), real(self.inverse_cond),
+            np.int32(split)), 0)
         inv.leaf, inv.leaves, inv.leaf_flags, inv.complete = block, leaves, leaf_flags, complete
 
     def _double(self, a: Mat, lower: bool, order: int, count: int, blocks: Any,

@@ -355,8 +355,10 @@ def instantiations(source: str) -> dict[str, list[str]]:
             for inplace in ("false", "true"):
                 decls.append(f"__global__ void tricov::tri_inv<{t}, {sb}, {inplace}>(int, int, "
                              f"{t}*, long long, int, int, int, {t}*, int*, int*, {real})")
-            decls.append(f"__global__ void tricov::tri_cond<{t}>(int, const {t}*, long long, "
-                         f"int, int, int, {t}*, int*, {real}, int)")
+            decls.append(f"__global__ void tricov::tri_rows<{t}>(int, const {t}*, long long, "
+                         f"int, int, int, {real}*)")
+            decls.append(f"__global__ void tricov::tri_cond<{t}>(int, int, {t}*, int*, "
+                         f"const {real}*, {real}, int)")
             decls.append(f"__global__ void tricov::potrf_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "

@@ -8,6 +8,7 @@
 //              shared memory) with a flag per block saying whether its Skeel condition number
 //              || |T^-1| |T| || is small enough for tri_leaf to use it; or one inverse in place
 //              (the TRTRI leaf).
+// tri_rows     row sums of |T| on diagonal blocks, for tri_cond.
 // tri_cond     the same test on inverses of larger diagonal blocks assembled from tri_inv's.
 // potrf_leaf   Cholesky factor of one diagonal block in shared memory (the POTRF leaf).
 // potrf_tiles  Cholesky factor of a larger block by tiles of 32, every block of threads the
@@ -507,69 +508,91 @@ tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, 
     if (tid == 0) ok[b] = !bad;
 }
 
-// The test of tri_inv on inverses assembled elsewhere: D + b bs^2 holds the inverse (bs x bs
-// column-major, zeros outside the triangle) of the diagonal block b of T = op_a(A) (lower if
-// `lower`; every block of order bs), ok[b] whether the blocks it was assembled from passed.
-// ok[b] is left set only where it was and || |D_b| |T_bb| ||_inf <= tau; elsewhere D_b becomes
-// the identity.
-//
-// Each diagonal block is shared by `split` blocks of threads (block b / split, rows slice
-// b % split of bs / split rows, bs / split dividing THREADS): a row of |D_b| |T_bb| e is
-// summed by THREADS split / bs threads, each over every (THREADS split / bs)-th group of 4
-// columns of the row's triangle. A slice that fails writes the identity and clears ok (the
-// other slices may then read some of it: they can only find smaller sums, and the block has
-// failed anyway). rs (shared memory) holds the row sums of |T_bb| that the slice needs. On one
-// H100, one block of threads per diagonal block, reading whole rows of D_b, took 167 us of a
-// float32 TRSM of 16384 x 128 (32 blocks of 512) and 60 us of a float64 one (64 of 256); these
-// slices, reading the triangle only, 73 and 45 us (the TRSMs 1.559 -> 1.43 ms and 1.448 ->
-// 1.438 ms; benchmarks/gpu_trsm_few_rhs_profile.py, each tree twice in one run).
+// rs[b bs + j] <- || row j of T_bb ||_1 for the diagonal blocks T_bb of order bs of T = op_a(A)
+// (lower if `lower`; unit: ones on the diagonal), bs / 32 blocks of threads per diagonal block:
+// the row sums tri_cond weighs |D_b| by. Each block of threads sums 32 rows, its 8 warps taking every eighth column; lanes run
+// along memory (a row per lane where memory runs down the columns of T, else along the row).
+// Summed once here, not by every slice of tri_cond that needs them: there, each slice summed
+// all the rows above its own, a thread per row, and that took 69 of the 101 us of tri_cond in
+// a float64 TRSM of 16384 x 256 (leaves of 512) and 54 of 74 in a float32 one (one H100,
+// benchmarks/README.md).
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-tri_cond(int bs, const T* A, long long lda, int opa, int lower, int unit, T* D, int* ok,
-         real_t<T> tau, int split)
+tri_rows(int bs, const T* A, long long lda, int opa, int lower, int unit, real_t<T>* rs)
 {
     using R = real_t<T>;
-    extern __shared__ __attribute__((aligned(16))) unsigned char tricov_smem[];
-    R* rs = reinterpret_cast<R*>(tricov_smem);
-    __shared__ R part[THREADS];
-    const int b = blockIdx.x / split, rows = bs / split, i0 = (blockIdx.x % split) * rows;
-    const int r0 = b * bs, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    // The columns of the slice's rows of the triangle: [0, i0 + rows) or [i0, bs).
-    const int c0 = lower ? 0 : i0, c1 = lower ? i0 + rows : bs;
-    // Row sums of |T_bb| over its triangle, read along memory: a row per lane where memory
-    // runs down the columns of T, else a row per warp (a row of T is then contiguous).
+    constexpr int WARPS = THREADS / 32;
+    __shared__ R part[WARPS][32];
+    const int first = blockIdx.x * 32, b = first / bs, r0 = b * bs, j0 = first - r0;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool by_lane = (opa & 1) == 0;
-    const int first = c0 + (by_lane ? threadIdx.x : warp);
-    const int stride = by_lane ? THREADS : THREADS / 32;
-    for (int j = first; j < c1; j += stride) {
-        const int k0 = lower ? 0 : j + 1, k1 = lower ? j : bs;
+    // Row j of the block: columns [0, j) (lower) or (j, bs) (upper), the diagonal apart.
+    auto sum = [&](int j, int k, int step) {
+        const int k1 = lower ? j : bs;
         R s[4] = {R(0), R(0), R(0), R(0)};
-        if (by_lane) {
-            int k = k0;
-            for (; k + 4 <= k1; k += 4)
+        for (; k + 3 * step < k1; k += 4 * step)
 #pragma unroll
-                for (int u = 0; u < 4; ++u) s[u] += mag(load(A, lda, opa, r0 + j, r0 + k + u));
-            for (; k < k1; ++k) s[0] += mag(load(A, lda, opa, r0 + j, r0 + k));
-        } else {
-            for (int k = k0 + lane; k < k1; k += 32) s[0] += mag(load(A, lda, opa, r0 + j, r0 + k));
-            for (int o = 16; o > 0; o >>= 1) s[0] += __shfl_xor_sync(0xffffffffu, s[0], o);
-        }
-        if (by_lane || lane == 0) {
-            const R d = unit ? R(1) : mag(load(A, lda, opa, r0 + j, r0 + j));
-            rs[j] = d + s[0] + s[1] + s[2] + s[3];
+            for (int u = 0; u < 4; ++u) s[u] += mag(load(A, lda, opa, r0 + j, r0 + k + u * step));
+        for (; k < k1; k += step) s[0] += mag(load(A, lda, opa, r0 + j, r0 + k));
+        return s[0] + s[1] + s[2] + s[3];
+    };
+    if (by_lane) {  // lane: row j0 + lane; warp: every WARPS-th column
+        const int j = j0 + lane;
+        part[warp][lane] = j < bs ? sum(j, (lower ? 0 : j + 1) + warp, WARPS) : R(0);
+    } else {        // warp: rows j0 + warp + WARPS t; lanes along the row
+        for (int t = warp; t < 32; t += WARPS) {
+            const int j = j0 + t;
+            R s = j < bs ? sum(j, (lower ? 0 : j + 1) + lane, 32) : R(0);
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == 0) part[0][t] = s;
         }
     }
     __syncthreads();
+    if (threadIdx.x < 32 && j0 + lane < bs) {
+        const int j = j0 + lane;
+        R s = part[0][lane];
+        if (by_lane)
+            for (int w = 1; w < WARPS; ++w) s += part[w][lane];
+        rs[r0 + j] = s + (unit ? R(1) : mag(load(A, lda, opa, r0 + j, r0 + j)));
+    }
+}
+
+// The test of tri_inv on inverses assembled elsewhere: D + b bs^2 holds the inverse (bs x bs
+// column-major, zeros outside the triangle) of the diagonal block b of T (every block of order
+// bs, lower if `lower`), ok[b] whether the blocks it was assembled from passed, and rs + b bs the
+// row sums of |T_bb| (tri_rows). ok[b] is left set only where it was and
+// || |D_b| |T_bb| ||_inf <= tau; elsewhere D_b becomes the identity.
+//
+// Each diagonal block is shared by `split` blocks of threads (block b / split, rows slice
+// b % split of bs / split rows, bs / split dividing THREADS): a row of |D_b| |T_bb| e is
+// summed by THREADS split / bs threads, each over every (THREADS split / bs)-th group of 8
+// columns of the row's triangle. A slice that fails writes the identity and clears ok (the
+// other slices may then read some of it: they can only find smaller sums, and the block has
+// failed anyway). On one H100, one block of threads per diagonal block, reading whole rows of
+// D_b, took 167 us of a float32 TRSM of 16384 x 128 (32 blocks of 512) and 60 us of a float64
+// one (64 of 256); these slices, reading the triangle only, 73 and 45 us (the TRSMs 1.559 ->
+// 1.43 ms and 1.448 -> 1.438 ms; benchmarks/gpu_trsm_few_rhs_profile.py, each tree twice in one
+// run).
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+tri_cond(int bs, int lower, T* D, int* ok, const real_t<T>* rs, real_t<T> tau, int split)
+{
+    using R = real_t<T>;
+    __shared__ R part[THREADS];
+    const int b = blockIdx.x / split, rows = bs / split, i0 = (blockIdx.x % split) * rows;
+    const R* sums = rs + (long long)b * bs;
     T* inv = D + (long long)b * bs * bs;
     const int parts = THREADS / rows, i = i0 + threadIdx.x % rows, p = threadIdx.x / rows;
-    // Row i's triangle in groups of 4 columns (bs is a multiple of 4; the stored zeros beside
+    // Row i's triangle in groups of 8 columns (bs is a multiple of 8; the stored zeros beside
     // the diagonal add nothing).
-    const int j0 = lower ? 0 : i & ~3, j1 = lower ? (i | 3) + 1 : bs;
-    R w[4] = {R(0), R(0), R(0), R(0)};
-    for (int j = j0 + 4 * p; j < j1; j += 4 * parts)
+    const int j0 = lower ? 0 : i & ~7, j1 = lower ? (i | 7) + 1 : bs;
+    R w[8] = {};
+    for (int j = j0 + 8 * p; j < j1; j += 8 * parts)
 #pragma unroll
-        for (int u = 0; u < 4; ++u) w[u] += mag(inv[i + (long long)(j + u) * bs]) * rs[j + u];
-    part[threadIdx.x] = w[0] + w[1] + w[2] + w[3];
+        for (int u = 0; u < 8; ++u) w[u] += mag(inv[i + (long long)(j + u) * bs]) * sums[j + u];
+#pragma unroll
+    for (int u = 1; u < 8; ++u) w[0] += w[u];
+    part[threadIdx.x] = w[0];
     __syncthreads();
     int bad = ok[b] == 0;
     if (threadIdx.x < rows) {
