@@ -34,7 +34,7 @@ def spd(n: int, dt, order: str = "F", seed: int = 0) -> cp.ndarray:
     return cp.asarray(np.asarray(a, dtype=dt), order=order)
 
 
-def configure(tiles: int, whole: int | None, leaf: int | None, dt) -> None:
+def configure(tiles: int | None, whole: int | None, leaf: int | None, dt) -> None:
     CUDAExecutor.tile_potrf = tiles
     _policy.set_leaf_size("gpu", "potrf", dt, None)
     if whole is not None:

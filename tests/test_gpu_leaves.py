@@ -35,7 +35,7 @@ from reference import (
     trsm_error,
     trtri_error,
 )
-from tricov.kernels import TILE_BLOCKS
+from tricov.kernels import TILE_POTRF
 
 pytestmark = pytest.mark.gpu
 
@@ -313,7 +313,7 @@ def test_not_positive_definite_in_leaf(cp, potrf_leaf, dt, uplo, where, bad):
     assert err.value.order == where + 1
 
 
-@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.itemsize in TILE_BLOCKS])
+@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.char in TILE_POTRF])
 @pytest.mark.parametrize("n", [129, 161, 1000])
 @pytest.mark.parametrize("order", "FC")
 def test_potrf_by_tiles(cp, cuda, dt, n, order):
@@ -323,7 +323,8 @@ def test_potrf_by_tiles(cp, cuda, dt, n, order):
     failure holds its exact factor. (Other dtypes' leaves go to cuSOLVER.)"""
     from tricov.kernels import block_order
 
-    assert block_order(np.dtype(dt).itemsize) < n <= cuda.CUDAExecutor.tile_potrf
+    assert cuda.CUDAExecutor.tile_potrf is None
+    assert block_order(np.dtype(dt).itemsize) < n <= TILE_POTRF[np.dtype(dt).char]
     rng = make_rng("tiles", np.dtype(dt).name, n, order)
     for uplo in "LU":
         s = random_spd(rng, n, dt)

@@ -21,11 +21,11 @@ on leaf-sized blocks:
 * Staged TRMMs (:mod:`tricov.backends.staged`) run their leaves as one batched GEMM.
 * POTRF, TRTRI and LAUUM leaves up to :func:`tricov.kernels.block_order` (128, or 64 for
   complex128): one block of threads on the whole leaf in shared memory.
-* POTRF leaves from there up to :attr:`CUDAExecutor.tile_potrf` rows: ``potrf_tiles``, tiles of
-  32 x 32 taken by as many blocks of threads as fit on the device, in one launch. cuSOLVER's
-  POTRF runs column by column at order <= 4096 (about 0.43 us a column on an H100 at every
-  order, benchmarks/gpu_potrf_apis_h100.txt); the tiles' chain of diagonal tiles takes about
-  0.3 us a column.
+* POTRF leaves from there up to :attr:`CUDAExecutor.tile_potrf` rows (1536 to 2048 by dtype):
+  ``potrf_tiles``, tiles of 32 x 32 taken by as many blocks of threads as fit on the device,
+  in one launch. cuSOLVER's POTRF runs column by column at order <= 4096 (about 0.43 us a
+  column on an H100 at every order, benchmarks/gpu_potrf_apis_h100.txt); the tiles' chain of
+  diagonal tiles takes about 0.3 us a column.
 
 Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 """
@@ -43,6 +43,7 @@ from .._views import Mat
 from ..kernels import (
     THREADS,
     TILE_BLOCKS,
+    TILE_POTRF,
     block_order,
     cond_split,
     leaf_shape,
@@ -169,11 +170,10 @@ class CUDAExecutor(Executor):
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
     stage_bytes = 1 << 28
     #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
-    #: are factored by tiles (``potrf_tiles``, not complex128); larger ones by cuSOLVER. On
-    #: one H100 (benchmarks/gpu_potrf_tiles_h100.txt, float64 / float32) the tiles took
-    #: 0.76 / 0.80 of cuSOLVER's time at 512, 0.74 / 0.78 at 1024, 0.93 / 0.85 at 1536 and
-    #: 1.32 / 1.09 at 2048, where their products, not the chain of diagonal tiles, set the pace.
-    tile_potrf = 1536
+    #: are factored by tiles (``potrf_tiles``, not complex128); larger ones by cuSOLVER. None:
+    #: the measured limit of the dtype (:data:`tricov.kernels.TILE_POTRF`), beyond which the
+    #: tiles' products, not their chain of diagonal tiles, set the pace.
+    tile_potrf: int | None = None
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -453,7 +453,8 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        if self._sb < n <= self.tile_potrf and self.dtype.itemsize in TILE_BLOCKS:
+        tiles = TILE_POTRF.get(self.dtype.char, 0) if self.tile_potrf is None else self.tile_potrf
+        if self._sb < n <= tiles and self.dtype.itemsize in TILE_BLOCKS:
             return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS", "LeafShape", "batched_grid",
-           "batched_lanes",
+           "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape",
+           "batched_grid", "batched_lanes",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
            "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
@@ -273,6 +273,13 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
 #: multiprocessor with four times the flops of float64 ran at 0.43-0.69x the speed of
 #: cuSOLVER's POTRF (benchmarks/gpu_potrf_tiles_h100.txt).
 TILE_BLOCKS = {4: 2, 8: 1}
+
+#: Rows up to which ``potrf_tiles`` factors a POTRF leaf, by dtype character (larger leaves go
+#: to cuSOLVER). On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27) the tiles took
+#: 0.69 / 0.79 / 0.87 of cuSOLVER's time at 1024 / 1792 / 2048 rows in float32, 0.70 / 0.87 /
+#: 1.00 in float64 (1.14 / 1.02 at 2304), and in complex64 0.93 at 1536, 1.00 at 1792 and 1.13
+#: at 2048.
+TILE_POTRF = {"f": 2048, "d": 2048, "F": 1536}
 
 
 def tile_smem(itemsize: int) -> int:

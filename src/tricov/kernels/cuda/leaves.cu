@@ -888,41 +888,65 @@ __device__ __forceinline__ void solve_tile(T* C, const T* L, const real_t<T>* di
     for (int q = 0; q < ROWS; ++q) C[warp + (THREADS / 32) * q + lane * TLD] = c[q];
 }
 
-// Both tiles (rx, k) and (ry, k) flagged: DONE, or FAILED if either failed.
-__device__ __forceinline__ int wait_both(const volatile int* done, int t, int rx, int ry, int k,
-                                         int* state) {
-    const int s = wait_flag(done + rx + k * t, state);
-    return s == DONE ? wait_flag(done + ry + k * t, state) : s;
+// The end of the run of terms k0 <= k < r of a left-looking update whose tiles (rx, k) and
+// (ry, k) are all flagged DONE, r > k0 (waiting until term k0's are flagged), or -1 if the first
+// term not DONE has a FAILED tile. The block reads the flags of every term left at once: one
+// round trip to L2 for the run, where waiting for each tile in turn took two for every term.
+__device__ int ready_terms(const volatile int* done, int t, int rx, int ry, int k0, int kmax,
+                           int* first, int* failed) {
+    for (;;) {
+        if (threadIdx.x == 0) *first = *failed = kmax;
+        __syncthreads();
+        for (int k = k0 + threadIdx.x; k < kmax; k += THREADS) {
+            const int fx = done[rx + k * t], fy = done[ry + k * t];
+            if (fx != DONE || fy != DONE) {
+                atomicMin(first, k);
+                if (fx == FAILED || fy == FAILED) atomicMin(failed, k);
+            }
+        }
+        __threadfence();  // the tiles read after this are those the flags published
+        __syncthreads();
+        const int f = *first, bad = *failed;
+        __syncthreads();
+        if (f < kmax && bad == f) return -1;
+        if (f > k0) return f;
+        __nanosleep(64);
+    }
 }
 
 // C1 -= sum_{k < kmax} L_xk L_yk^H (and C2 -= L_xk L_xk^H if C2), L_xk the factored tile (rx, k)
-// of op_a(A), each term as soon as its tiles are flagged, the next term's tiles read into
-// registers while this one's are multiplied. Returns DONE, or FAILED once a tile did.
+// of op_a(A), each term as soon as its tiles are flagged. While one term is multiplied, the next
+// term's tiles are read into registers if they are already known to be flagged; if not, the
+// wait for them comes after this product, not before it. Reading two or three terms ahead was
+// slower in float64 (one H100, 1024 rows: 376 / 400 us against 306). Returns DONE, or FAILED
+// once a tile did.
 template <typename T>
 __device__ int left_looking(T* C1, T* C2, T* X, T* Y, int kmax, int rx, int ry, const T* A,
                             long long lda, int opa, int n, const volatile int* done, int t,
-                            int* state) {
+                            int* first, int* failed) {
     T x[PER], y[PER];
-    int result = kmax > 0 ? wait_both(done, t, rx, ry, 0, state) : DONE;
-    if (kmax > 0 && result == DONE) {
-        fetch_tile(x, A, lda, opa, n, rx * TILE, 0, false);
-        fetch_tile(y, A, lda, opa, n, ry * TILE, 0, false);
-    }
-    for (int k = 0; k < kmax && result == DONE; ++k) {
+    bool got = false;  // x and y hold term k's tiles
+    int ready = 0;     // terms below it are flagged DONE
+    for (int k = 0; k < kmax; ++k) {
+        if (!got) {
+            if (k >= ready) ready = ready_terms(done, t, rx, ry, k, kmax, first, failed);
+            if (ready <= k) return FAILED;
+            fetch_tile(x, A, lda, opa, n, rx * TILE, k * TILE, false);
+            fetch_tile(y, A, lda, opa, n, ry * TILE, k * TILE, false);
+        }
         put_tile(X, x, opa);
         put_tile(Y, y, opa);
         __syncthreads();
-        const int next = k + 1 < kmax ? wait_both(done, t, rx, ry, k + 1, state) : DONE;
-        if (k + 1 < kmax && next == DONE) {
+        got = k + 1 < kmax && k + 1 < ready;
+        if (got) {
             fetch_tile(x, A, lda, opa, n, rx * TILE, (k + 1) * TILE, false);
             fetch_tile(y, A, lda, opa, n, ry * TILE, (k + 1) * TILE, false);
         }
         sub_product(C1, X, Y);
         if (C2) sub_product(C2, X, X);
         __syncthreads();
-        result = next;
     }
-    return result;
+    return DONE;
 }
 
 // C <- C L^-H for the factored diagonal tile L = (c, c) of op_a(A) once it is flagged (into
@@ -959,7 +983,7 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
     T* X = Cd + TILE * TLD;      // and two factored tiles of a product
     T* Y = X + TILE * TLD;
     __shared__ R dinv[TILE];
-    __shared__ int ticket, state, bad;
+    __shared__ int ticket, state, bad, first, failed;
     const int t = (n + TILE - 1) / TILE, items = 1 + t * (t - 1) / 2, tid = threadIdx.x;
     volatile int* done = flags + 1;
     for (;;) {
@@ -978,7 +1002,7 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
             const int i = j + s;
             load_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
             result = left_looking(Cs, static_cast<T*>(nullptr), X, Y, c, i, c, A, lda, opa, n,
-                                  done, t, &state);
+                                  done, t, &first, &failed);
             if (result == DONE)
                 result = solve_below(Cs, Lf, dinv, c, A, lda, opa, n, done, t, &state);
             if (result == DONE) store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
@@ -989,7 +1013,8 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
         load_tile(Cd, A, lda, opa, n, j0, j0, true);
         if (j > 0) load_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false);
         __syncthreads();
-        result = left_looking(Cs, Cd, X, Y, j - 1, j, j - 1, A, lda, opa, n, done, t, &state);
+        result = left_looking(Cs, Cd, X, Y, j - 1, j, j - 1, A, lda, opa, n, done, t, &first,
+                              &failed);
         if (j > 0) {
             if (result == DONE)
                 result = solve_below(Cs, Lf, dinv, j - 1, A, lda, opa, n, done, t, &state);
