@@ -76,6 +76,17 @@ def test_trsm_leaf_for_narrow_right_hand_sides(rows, cols, want):
     assert trsm_leaf(plain, rows, cols) == (rows if cols >= 2048 else 256)
 
 
+@pytest.mark.parametrize("rows,want", [
+    (100, 512), (255, 512), (256, 128), (767, 128), (1023, 128), (1024, 256), (2047, 256),
+    (2048, 512), (16384, 512),
+])
+def test_trsm_leaf_for_few_rows(rows, want):
+    """With ``trsm_min``, B of at least twice as many rows gets leaves of at most a quarter of
+    its rows (``trsm_min`` times a power of two), up to ``trsm``; fewer rows, one leaf."""
+    assert trsm_leaf(LeafSizes(trsm=512, trsm_min=128), rows, rows) == want
+    assert trsm_leaf(LeafSizes(trsm=512), rows, rows) == 512
+
+
 def test_narrow_right_hand_sides_recurse_to_their_leaf():
     m, cols = 16384, 64
     a, b = Mat(BASE_A, m, m, m, opt.N, ITEM), Mat(BASE_B, m, cols, m, opt.N, ITEM)
@@ -84,11 +95,14 @@ def test_narrow_right_hand_sides_recurse_to_their_leaf():
     assert ex.block == 512 and ex.leaves == [(k, 512) for k in range(0, m, 512)]
 
 
-def test_setting_the_trsm_leaf_drops_the_narrow_leaf():
+def test_setting_the_trsm_leaf_drops_the_narrow_and_small_leaves():
     dt = np.float64
     try:
+        assert trsm_leaf(leaf_sizes("gpu", dt), 512, 512) == 128  # the GPU default's trsm_min
+        tc.set_leaf_size("gpu", "trsm", dt, 512)
+        assert leaf_sizes("gpu", dt).trsm_narrow == leaf_sizes("gpu", dt).trsm_min == 0
+        assert trsm_leaf(leaf_sizes("gpu", dt), 512, 512) == 512
         tc.set_leaf_size("gpu", "trsm", dt, 128)
-        assert leaf_sizes("gpu", dt).trsm_narrow == 0
         assert trsm_leaf(leaf_sizes("gpu", dt), 16384, 64) == 128
         tc.set_leaf_size("gpu", "trsm_narrow", dt, 1024)
         assert trsm_leaf(leaf_sizes("gpu", dt), 16384, 64) == 1024

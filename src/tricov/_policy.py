@@ -27,8 +27,9 @@ __all__ = ["CROSSOVERS", "NARROW_RATIO", "NARROW_ROWS", "OPERATIONS", "LeafSizes
 OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: Settings beyond leaf sizes: the number of right-hand sides from which TRSM/TRMM hand the
 #: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
-#: which POTRF hands over the whole matrix, and TRSM's leaf for narrow B (:func:`trsm_leaf`).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow")
+#: which POTRF hands over the whole matrix, and TRSM's leaves for narrow B and for B of few
+#: rows (:func:`trsm_leaf`).
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow", "trsm_min")
 #: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
 #: 1 / NARROW_RATIO as many columns.
 NARROW_ROWS, NARROW_RATIO = 8192, 16
@@ -43,8 +44,8 @@ class LeafSizes:
     A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
     stop (at the top, calling the native routine on the whole problem) when B has at least
     ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
-    ``potrf_whole`` rows. TRSM on narrow B takes leaves of ``trsm_narrow`` where it is not 0
-    (:func:`trsm_leaf`).
+    ``potrf_whole`` rows. TRSM on narrow B takes leaves of ``trsm_narrow`` where it is not 0,
+    and on B of few rows leaves down to ``trsm_min`` where that is not 0 (:func:`trsm_leaf`).
     """
 
     trsm: int = 128
@@ -57,17 +58,24 @@ class LeafSizes:
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
     trsm_narrow: int = 0
+    trsm_min: int = 0
 
 
 def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
     """Leaf size of a TRSM whose B has ``rows`` x ``cols`` (left side): all the rows from
     ``trsm_rhs`` columns on, ``trsm_narrow`` (if set) for narrow B (at least
     :data:`NARROW_ROWS` rows, at most 1 / :data:`NARROW_RATIO` as many columns), else
-    ``trsm``."""
+    ``trsm``, but (if ``trsm_min`` is set and B has at least twice as many rows) no more than
+    the largest ``trsm_min`` times a power of two that is at most a quarter of the rows."""
     if cols >= nb.trsm_rhs:
         return rows
     if nb.trsm_narrow and rows >= NARROW_ROWS and cols * NARROW_RATIO <= rows:
         return nb.trsm_narrow
+    if nb.trsm_min and rows >= 2 * nb.trsm_min:  # at least four leaves where trsm_min allows
+        leaf = nb.trsm_min
+        while 2 * leaf <= rows // 4:
+            leaf *= 2
+        return min(nb.trsm, leaf)
     return nb.trsm
 
 
@@ -86,12 +94,18 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # 16384 x 64 / 128 / 256 at 14.1 / 25.5 / 35.6 against 13.1 / 23.8 / 33.8 TFLOP/s, while square
 # 4096 / 8192 and 4096 x 64 kept 256 (512: 5%, 1.4%, 4% slower). So float64 B of at least
 # NARROW_ROWS rows and 1/16 as many columns takes leaves of 512 (trsm_narrow); float32 is best
-# at 512 on every narrow shape measured, and within 3% on squares. TRTRI and LAUUM leaves of
-# complex dtypes are tricov's shared-memory kernels, whose largest block (kernels.block_order:
-# 128, 64 for complex128) is the leaf size (real dtypes: _GPU_INVERSE). POTRF leaves of 4096 go to
-# cuSOLVER (float64 sweep on one H200, benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was
-# best or within 2% of best of the leaves 128 ... 16384 and the whole matrix at n = 4096 ...
-# 32768; 1024, the earlier default, was 10-40% slower below 16384), but matrices of at most
+# at 512 on every narrow shape measured, and within 3% on squares. Small squares want smaller
+# leaves (2026-11-27, one H100, whole calls, µs at the default leaves / leaves of 128 / 256):
+# float64 256 83 / 70 / 83, 512 100 / 90 / 101, 768 119 / 112 / 118, 1024 160 / 154 / 156,
+# 1536 218 / 231 / 219; float32 512 166 / 96 / 109, 768 172 / 129 / 132, 1024 181 / 157 / 154,
+# 1536 294 / 301 / 280, 2048 415 / 451 / 422 (cuBLAS 178 / 129 at 512, float64 / float32). So
+# TRSM leaves of real dtypes are at most a quarter of B's rows, down to 128 (trsm_min). TRTRI
+# and LAUUM leaves of complex dtypes are tricov's shared-memory kernels, whose largest block
+# (kernels.block_order: 128, 64 for complex128) is the leaf size (real dtypes: _GPU_INVERSE).
+# POTRF leaves of 4096 go to cuSOLVER (float64 sweep on one H200,
+# benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was best or within 2% of best of the leaves
+# 128 ... 16384 and the whole matrix at n = 4096 ... 32768; 1024, the earlier default, was
+# 10-40% slower below 16384), but matrices of at most
 # 16384 rows go to cuSOLVER whole (benchmarks/gpu_potrf_sizes_h100.txt, one H100: whole 0.97 /
 # 0.99x cuSOLVER's own call at n = 6000 / 10000 against 0.88 / 0.89x with leaves of 4096, which
 # win from 20000 up: 1.00-1.07x at 20000 ... 40000). SYRK 512.
@@ -108,6 +122,7 @@ _GPU_INVERSE = {"float32": 256, "float64": 256}
 _GPU_TRTRI = {"float64": 128}
 _GPU_TRSM = {"float32": 512}
 _GPU_TRSM_NARROW = {"float64": 512}
+_GPU_TRSM_MIN = {"float32": 128, "float64": 128}
 _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
@@ -115,7 +130,8 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512, potrf=4096,
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
                             lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384,
-                            trsm_narrow=_GPU_TRSM_NARROW.get(name, 0))
+                            trsm_narrow=_GPU_TRSM_NARROW.get(name, 0),
+                            trsm_min=_GPU_TRSM_MIN.get(name, 0))
             for name, block in _GPU_BLOCK.items()},
     # Batched GPU: the register kernels' largest order (kernels/cuda/batched_small.cu; 16 for
     # complex dtypes, whose 32 x 32 tiles would not fit in registers). Real dtypes: LAUUM leaves
@@ -196,8 +212,9 @@ def leaf_sizes(backend: str, dtype: np.dtype) -> LeafSizes:
 def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> None:
     """Override the leaf size of ``op`` for this process (``None`` removes all overrides).
 
-    Setting TRSM's leaf also drops its leaf for narrow B (``trsm_narrow``): the size set is then
-    TRSM's leaf on every shape, unless ``trsm_narrow`` is set after it.
+    Setting TRSM's leaf also drops its leaves for narrow B and for B of few rows
+    (``trsm_narrow``, ``trsm_min``): the size set is then TRSM's leaf on every shape, unless
+    those are set after it.
 
     Parameters
     ----------
@@ -222,7 +239,7 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         raise ValueError(f"size must be at least 1, got {size}")
     current = leaf_sizes(backend, dtype)
     with _lock:
-        extra = {"trsm_narrow": 0} if op == "trsm" else {}
+        extra = {"trsm_narrow": 0, "trsm_min": 0} if op == "trsm" else {}
         _overrides[key] = replace(current, **{op: int(size)}, **extra)
 
 
