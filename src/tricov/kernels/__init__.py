@@ -276,9 +276,9 @@ TILE_BLOCKS = {4: 2, 8: 1}
 
 #: Rows up to which ``potrf_tiles`` factors a POTRF leaf, by dtype character (larger leaves go
 #: to cuSOLVER). On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27) the tiles took
-#: 0.69 / 0.79 / 0.87 of cuSOLVER's time at 1024 / 1792 / 2048 rows in float32, 0.70 / 0.87 /
-#: 1.00 in float64 (1.14 / 1.02 at 2304), and in complex64 0.93 at 1536, 1.00 at 1792 and 1.13
-#: at 2048.
+#: 0.70 / 0.80 / 0.89 of cuSOLVER's time at 1024 / 1792 / 2048 rows in float32 (1.02 at 2304),
+#: 0.70 / 0.87 / 1.00 in float64 (1.14 at 2304), and in complex64 0.93 at 1536, 1.00 at 1792
+#: and 1.13 at 2048.
 TILE_POTRF = {"f": 2048, "d": 2048, "F": 1536}
 
 

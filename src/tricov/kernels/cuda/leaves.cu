@@ -510,8 +510,9 @@ tri_inv(int n, int bs, T* A, long long lda, int opa, int lower, int unit, T* D, 
 
 // rs[b bs + j] <- || row j of T_bb ||_1 for the diagonal blocks T_bb of order bs of T = op_a(A)
 // (lower if `lower`; unit: ones on the diagonal), bs / 32 blocks of threads per diagonal block:
-// the row sums tri_cond weighs |D_b| by. Each block of threads sums 32 rows, its 8 warps taking every eighth column; lanes run
-// along memory (a row per lane where memory runs down the columns of T, else along the row).
+// the row sums tri_cond weighs |D_b| by. Each block of threads sums 32 rows, its 8 warps
+// taking every eighth column; lanes run along memory (a row per lane where memory runs down
+// the columns of T, else along the row).
 // Summed once here, not by every slice of tri_cond that needs them: there, each slice summed
 // all the rows above its own, a thread per row, and that took 69 of the 101 us of tri_cond in
 // a float64 TRSM of 16384 x 256 (leaves of 512) and 54 of 74 in a float32 one (one H100,
