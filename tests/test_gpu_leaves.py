@@ -314,15 +314,18 @@ def test_not_positive_definite_in_leaf(cp, potrf_leaf, dt, uplo, where, bad):
 
 
 @pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.char in TILE_POTRF])
-@pytest.mark.parametrize("n", [129, 161, 1000])
+@pytest.mark.parametrize("n", [129, 161, 1000, "limit"])
 @pytest.mark.parametrize("order", "FC")
 def test_potrf_by_tiles(cp, cuda, dt, n, order):
-    """POTRF leaves by tiles of 32 (``potrf_tiles``): orders ending in a short tile, both
-    triangles (the other one NaN), replayed calls; failures on the first and the last pivot
-    of a tile and on the matrix's last pivot give LAPACK's order, and the minor before the
-    failure holds its exact factor. (Other dtypes' leaves go to cuSOLVER.)"""
+    """POTRF leaves by tiles of 32 (``potrf_tiles``): orders ending in a short tile (up to
+    the dtype's limit), both triangles (the other one NaN), replayed calls; failures on the
+    first and the last pivot of a tile and on the matrix's last pivot give LAPACK's order, and
+    the minor before the failure holds its exact factor. (Other dtypes' leaves go to
+    cuSOLVER.)"""
     from tricov.kernels import block_order
 
+    if n == "limit":  # the largest leaf the tiles take, less 15 rows: a short last tile
+        n = TILE_POTRF[np.dtype(dt).char] - 15
     assert cuda.CUDAExecutor.tile_potrf is None
     assert block_order(np.dtype(dt).itemsize) < n <= TILE_POTRF[np.dtype(dt).char]
     rng = make_rng("tiles", np.dtype(dt).name, n, order)
