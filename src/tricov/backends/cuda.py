@@ -453,8 +453,9 @@ class CUDAExecutor(Executor):
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        tiles = TILE_POTRF.get(self.dtype.char, 0) if self.tile_potrf is None else self.tile_potrf
-        if self._sb < n <= tiles and self.dtype.itemsize in TILE_BLOCKS:
+        char = self.dtype.char
+        tiles = TILE_POTRF.get(char, 0) if self.tile_potrf is None else self.tile_potrf
+        if self._sb < n <= tiles and char in TILE_POTRF:
             return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)

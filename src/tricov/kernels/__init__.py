@@ -269,13 +269,13 @@ def leaf_smem(n: int, itemsize: int, wide: bool) -> int:
 
 
 #: Blocks of threads of ``potrf_tiles`` resident on a multiprocessor, by element size (its
-#: ``__launch_bounds__``); element sizes it serves. complex128 has no tiles: one block per
-#: multiprocessor with four times the flops of float64 ran at 0.43-0.69x the speed of
-#: cuSOLVER's POTRF (benchmarks/gpu_potrf_tiles_h100.txt).
+#: ``__launch_bounds__``).
 TILE_BLOCKS = {4: 2, 8: 1}
 
-#: Rows up to which ``potrf_tiles`` factors a POTRF leaf, by dtype character (larger leaves go
-#: to cuSOLVER). On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27) the tiles took
+#: The dtypes ``potrf_tiles`` serves, by character, and the rows up to which it factors their
+#: POTRF leaves (larger leaves go to cuSOLVER). complex128 has no tiles: one block per
+#: multiprocessor with four times the flops of float64 ran at 0.43-0.69x the speed of
+#: cuSOLVER's POTRF. On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27) the tiles took
 #: 0.70 / 0.80 / 0.89 of cuSOLVER's time at 1024 / 1792 / 2048 rows in float32 (1.02 at 2304),
 #: 0.70 / 0.87 / 1.00 in float64 (1.14 at 2304), and in complex64 0.93 at 1536, 1.00 at 1792
 #: and 1.13 at 2048.
@@ -370,7 +370,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
                          "int, int*)")
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int)")
-            if size in TILE_BLOCKS:
+            if _CHARS[t] in TILE_POTRF:
                 decls.append(f"__global__ void tricov::potrf_tiles<{t}>(int, {t}*, long long, "
                              "int, int*, int*)")
     return out
