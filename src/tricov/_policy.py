@@ -102,13 +102,21 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # TRSM leaves of real dtypes are at most a quarter of B's rows, down to 128 (trsm_min). TRTRI
 # and LAUUM leaves of complex dtypes are tricov's shared-memory kernels, whose largest block
 # (kernels.block_order: 128, 64 for complex128) is the leaf size (real dtypes: _GPU_INVERSE).
-# POTRF leaves of 4096 go to cuSOLVER (float64 sweep on one H200,
+# POTRF of complex dtypes: leaves of 4096 go to cuSOLVER (float64 sweep on one H200,
 # benchmarks/gpu_dense_potrf_sweep_h200.txt: 4096 was best or within 2% of best of the leaves
 # 128 ... 16384 and the whole matrix at n = 4096 ... 32768; 1024, the earlier default, was
-# 10-40% slower below 16384), but matrices of at most
-# 16384 rows go to cuSOLVER whole (benchmarks/gpu_potrf_sizes_h100.txt, one H100: whole 0.97 /
-# 0.99x cuSOLVER's own call at n = 6000 / 10000 against 0.88 / 0.89x with leaves of 4096, which
-# win from 20000 up: 1.00-1.07x at 20000 ... 40000). SYRK 512.
+# 10-40% slower below 16384), but matrices of at most 16384 rows go to cuSOLVER whole
+# (benchmarks/gpu_potrf_sizes_h100.txt, one H100: whole 0.97 / 0.99x cuSOLVER's own call at
+# n = 6000 / 10000 against 0.88 / 0.89x with leaves of 4096, which win from 20000 up: 1.00-1.07x
+# at 20000 ... 40000). Real dtypes: leaves of at most 2048 rows, each one potrf_tiles launch
+# (kernels.TILE_POTRF), beat cuSOLVER at every order measured (one H100, 2026-11-27,
+# benchmarks/gpu_potrf_tiles_h100.txt, x torch.linalg.cholesky against cuSOLVER's x): float64
+# 1.30 / 1.26 / 1.36 / 1.30 / 1.23 / 1.19 against 1.13 / 1.16 / 1.14 / 1.15 / 1.14 / 1.13 at
+# 3072 / 4096 / 6144 / 8192 / 12288 / 16384 rows; float32 1.30 / 1.30 / 1.19 / 1.19 against
+# 1.10 / 1.10 / 1.09 / 1.08 at 6144 ... 16384, but 1.08 / 1.10 against 1.14 / 1.14 at 3072 /
+# 4096. The whole matrix is one leaf (tiles) up to 2560 rows (float64 1.37 against 1.31x with
+# leaves of 2048), in float32 up to 4096 (cuSOLVER from 2561). SYRK 512.
+_GPU_POTRF = {"float32": (2048, 4096), "float64": (2048, 2560)}  # (potrf, potrf_whole)
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 # POTRI (TRTRI, LAUUM) of real dtypes on the GPU: leaves of 256 (cuSOLVER's TRTRI, LAUUM as a
 # cuBLAS TRMM) beat the shared-memory kernels' 128 once TRMMs run staged (backends/staged.py):
@@ -127,9 +135,11 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
     "cpu": {name: LeafSizes(trsm=128, trmm=256, syrk=256, potrf=256, trtri=512, lauum=512,
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
-    "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512, potrf=4096,
+    "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512,
+                            potrf=_GPU_POTRF.get(name, (4096, 16384))[0],
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
-                            lauum=_GPU_INVERSE.get(name, block), potrf_whole=16384,
+                            lauum=_GPU_INVERSE.get(name, block),
+                            potrf_whole=_GPU_POTRF.get(name, (4096, 16384))[1],
                             trsm_narrow=_GPU_TRSM_NARROW.get(name, 0),
                             trsm_min=_GPU_TRSM_MIN.get(name, 0))
             for name, block in _GPU_BLOCK.items()},

@@ -275,17 +275,17 @@ TILE_BLOCKS = {4: 2, 8: 1}
 #: The dtypes ``potrf_tiles`` serves, by character, and the rows up to which it factors their
 #: POTRF leaves (larger leaves go to cuSOLVER). complex128 has no tiles: one block per
 #: multiprocessor with four times the flops of float64 ran at 0.43-0.69x the speed of
-#: cuSOLVER's POTRF. On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27) the tiles took
-#: 0.70 / 0.80 / 0.89 of cuSOLVER's time at 1024 / 1792 / 2048 rows in float32 (1.02 at 2304),
-#: 0.70 / 0.87 / 1.00 in float64 (1.14 at 2304), and in complex64 0.93 at 1536, 1.00 at 1792
-#: and 1.13 at 2048.
-TILE_POTRF = {"f": 2048, "d": 2048, "F": 1536}
+#: cuSOLVER's POTRF. On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27, session 24)
+#: the tiles took 0.65 / 0.73 / 0.89 of cuSOLVER's time at 1024 / 2048 / 2560 rows in float32
+#: (1.13 at 3072), 0.62 / 0.65 / 0.81 in float64 (1.02 at 3072), and in complex64 0.83 at 1536,
+#: 0.94 at 1792 and 1.08 at 2048.
+TILE_POTRF = {"f": 2560, "d": 2560, "F": 1792}
 
 
 def tile_smem(itemsize: int) -> int:
     """Bytes of dynamic shared memory of ``potrf_tiles``: five tiles of 32 x 32 (leading
-    dimension 33)."""
-    return 5 * 32 * 33 * itemsize
+    dimension 36)."""
+    return 5 * 32 * 36 * itemsize
 
 
 def square_smem(itemsize: int) -> int:
