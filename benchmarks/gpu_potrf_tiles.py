@@ -1,7 +1,8 @@
 """POTRF by tiles (``potrf_tiles``) against cuSOLVER and torch on one GPU: first a check of
 every dtype and layout against NumPy (and of a failing minor), then timings of whole
-matrices (and, with --leaves, of the recursion on tile leaves), each case in the same run:
-tiles forced at every order, or none (``CUDAExecutor.tile_potrf`` 0: cuSOLVER).
+matrices, each case in the same run: tricov as shipped (default), the whole matrix on
+cuSOLVER (``CUDAExecutor.tile_potrf`` 0) or as one tile call (tiles), and with --leaves N the
+recursion on tile leaves of at most N rows (leafN).
 
     PYTHONPATH=src python3 benchmarks/gpu_potrf_tiles.py [--sizes ...] [--leaves ...]
 
@@ -92,7 +93,8 @@ def timings(sizes, leaves, dtypes) -> None:
             a0 = spd(n, dt)
             w = cp.empty_like(a0, order="F")
             t = torch.from_dlpack(w)
-            cases = {"cusolver": (0, None, None), "tiles": (1 << 20, None, None)}
+            cases = {"default": (None, None, None), "cusolver": (0, 1 << 30, None),
+                     "tiles": (1 << 20, 1 << 30, None)}
             cases.update({f"leaf{leaf}": (1 << 20, 1, leaf) for leaf in leaves if leaf < n})
             res = {}
             for _ in range(2):

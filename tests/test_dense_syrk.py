@@ -102,6 +102,33 @@ def test_deep_recursion(dtype: np.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_syrk_whole_crossover(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With leaves of 4 and ``syrk_whole`` 20: C of 19 rows recurses, C of 20 and 37 rows is one
+    leaf; setting SYRK's leaf again drops ``syrk_whole``. Results stay within tolerance."""
+    from tricov.backends.cpu import CPUExecutor
+
+    rows: list[int] = []
+    raw = CPUExecutor.raw_herk
+
+    def spy(self, uplo, trans, n, *args):
+        rows.append(n)
+        return raw(self, uplo, trans, n, *args)
+
+    monkeypatch.setattr(CPUExecutor, "raw_herk", spy)
+    with forced_leaf_size(dtype, 4), forced_leaf_size(dtype, 20, ("syrk_whole",)):
+        assert tc.leaf_sizes("cpu", dtype).syrk_whole == 20
+        for n, calls in ((19, [4] * 4 + [3]), (20, [20]), (37, [37])):
+            rows.clear()
+            check_syrk(dtype, "L", "N", n, 6, "C-sub", "F-sub", 0.75, 2.0, ("whole", n))
+            assert sorted(rows, reverse=True) == calls, (n, rows)
+        tc.set_leaf_size("cpu", "syrk", dtype, 4)
+        assert tc.leaf_sizes("cpu", dtype).syrk_whole > 1 << 40
+        rows.clear()
+        check_syrk(dtype, "U", "C", 20, 6, "F", "C", 0.75, 2.0, ("dropped", 20))
+        assert max(rows) == 4, rows
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_strided_operands(dtype: np.dtype) -> None:
     """Non-unit-stride A and C are copied in and out correctly."""
     for uplo, (la, lc) in product("LU", (("strided", "strided"), ("F", "strided"),

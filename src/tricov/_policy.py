@@ -29,7 +29,7 @@ OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
 #: which POTRF hands over the whole matrix, and TRSM's leaves for narrow B and for B of few
 #: rows (:func:`trsm_leaf`).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "trsm_narrow", "trsm_min")
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "syrk_whole", "trsm_narrow", "trsm_min")
 #: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
 #: 1 / NARROW_RATIO as many columns.
 NARROW_ROWS, NARROW_RATIO = 8192, 16
@@ -44,7 +44,9 @@ class LeafSizes:
     A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
     stop (at the top, calling the native routine on the whole problem) when B has at least
     ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
-    ``potrf_whole`` rows. TRSM on narrow B takes leaves of ``trsm_narrow`` where it is not 0,
+    ``potrf_whole`` rows, and HERK (SYRK) when C has at least ``syrk_whole`` rows (the native
+    routine is then faster than the recursion). TRSM on narrow B takes leaves of
+    ``trsm_narrow`` where it is not 0,
     and on B of few rows leaves down to ``trsm_min`` where that is not 0 (:func:`trsm_leaf`).
     """
 
@@ -57,6 +59,7 @@ class LeafSizes:
     trsm_rhs: int = _NEVER
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
+    syrk_whole: int = _NEVER
     trsm_narrow: int = 0
     trsm_min: int = 0
 
@@ -115,8 +118,15 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # 3072 / 4096 / 6144 / 8192 / 12288 / 16384 rows; float32 1.30 / 1.30 / 1.19 / 1.19 against
 # 1.10 / 1.10 / 1.09 / 1.08 at 6144 ... 16384, but 1.08 / 1.10 against 1.14 / 1.14 at 3072 /
 # 4096. The whole matrix is one leaf (tiles) up to 2560 rows (float64 1.37 against 1.31x with
-# leaves of 2048), in float32 up to 4096 (cuSOLVER from 2561). SYRK 512.
+# leaves of 2048), in float32 up to 4096 (cuSOLVER from 2561). SYRK leaves of 512 (GEMM and a
+# triangle update), but C of 2048 rows and more is one cuBLAS SYRK for real dtypes, which is
+# then the faster (one H100, 2026-11-27, µs, n = k, tricov's recursion / cuBLAS SYRK / GEMM:
+# float64 1024 58 / 66 / 60, 2048 252 / 168 / 304, 4096 1484 / 1224 / 2671; float32 1024
+# 75 / 79 / 72, 2048 301 / 226 / 353, 4096 1681 / 1609 / 2701). With it POTRF took float64
+# 1.31 / 1.32 / 1.47 / 1.40 / 1.19x torch at 3072 / 4096 / 6144 / 8192 / 16384 rows
+# (benchmarks/gpu_potrf_tiles_h100.txt).
 _GPU_POTRF = {"float32": (2048, 4096), "float64": (2048, 2560)}  # (potrf, potrf_whole)
+_GPU_SYRK_WHOLE = {"float32": 2048, "float64": 2048}
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 # POTRI (TRTRI, LAUUM) of real dtypes on the GPU: leaves of 256 (cuSOLVER's TRTRI, LAUUM as a
 # cuBLAS TRMM) beat the shared-memory kernels' 128 once TRMMs run staged (backends/staged.py):
@@ -140,6 +150,7 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
                             lauum=_GPU_INVERSE.get(name, block),
                             potrf_whole=_GPU_POTRF.get(name, (4096, 16384))[1],
+                            syrk_whole=_GPU_SYRK_WHOLE.get(name, _NEVER),
                             trsm_narrow=_GPU_TRSM_NARROW.get(name, 0),
                             trsm_min=_GPU_TRSM_MIN.get(name, 0))
             for name, block in _GPU_BLOCK.items()},
@@ -223,8 +234,8 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
     """Override the leaf size of ``op`` for this process (``None`` removes all overrides).
 
     Setting TRSM's leaf also drops its leaves for narrow B and for B of few rows
-    (``trsm_narrow``, ``trsm_min``): the size set is then TRSM's leaf on every shape, unless
-    those are set after it.
+    (``trsm_narrow``, ``trsm_min``), and setting SYRK's drops ``syrk_whole``: the size set is
+    then the leaf on every shape, unless those are set after it.
 
     Parameters
     ----------
@@ -249,7 +260,8 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         raise ValueError(f"size must be at least 1, got {size}")
     current = leaf_sizes(backend, dtype)
     with _lock:
-        extra = {"trsm_narrow": 0, "trsm_min": 0} if op == "trsm" else {}
+        extra = ({"trsm_narrow": 0, "trsm_min": 0} if op == "trsm" else
+                 {"syrk_whole": _NEVER} if op == "syrk" else {})
         _overrides[key] = replace(current, **{op: int(size)}, **extra)
 
 

@@ -165,8 +165,11 @@ class CUDAExecutor(Executor):
     #: Largest TRSM leaf whose inverse is assembled from those of its diagonal blocks (the
     #: leaf is then one GEMM); longer leaves substitute block by block in ``tri_leaf``.
     inverse_leaf = 1024
-    #: HERK leaves with ``k >= herk_by_gemm * n`` run as a GEMM plus a triangle update.
+    #: HERK leaves with ``k >= herk_by_gemm * n`` and fewer than ``herk_native`` rows run as a
+    #: GEMM plus a triangle update; the others on cuBLAS SYRK/HERK, which is the faster from
+    #: about 2048 rows (real dtypes on one H100, see ``_policy.syrk_whole``).
     herk_by_gemm = 1
+    herk_native = 2048
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
     stage_bytes = 1 << 28
     #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
@@ -195,7 +198,7 @@ class CUDAExecutor(Executor):
     @classmethod
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
-                cls.stage_bytes, cls.tile_potrf)
+                cls.herk_native, cls.stage_bytes, cls.tile_potrf)
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -549,9 +552,9 @@ class CUDAExecutor(Executor):
             self._s(alpha), a, lda, b, ldb, b, ldb), "trmm")
 
     def raw_herk(self, uplo, trans, n, k, alpha, a, lda, beta, c, ldc):
-        if k >= self.herk_by_gemm * n:
-            # cuBLAS SYRK/HERK run far below GEMM speed: form the whole block A A^H with GEMM
-            # (twice the flops) and update the referenced triangle from it.
+        if k >= self.herk_by_gemm * n and n < self.herk_native:
+            # cuBLAS SYRK/HERK run far below GEMM speed on small C: form the whole block A A^H
+            # with GEMM (twice the flops) and update the referenced triangle from it.
             work = self.xp.empty((n, n), dtype=self.dtype, order="F")
             self._keep.append(work)
             other = b"N" if trans != b"N" else (b"C" if self.complex else b"T")

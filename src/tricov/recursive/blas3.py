@@ -120,9 +120,11 @@ def herk(ex: Executor, nb: LeafSizes, alpha: float, a: Mat, beta: float, c: Mat)
         C11 <- alpha A1 A1^H + beta C11   recursive
         C21 <- alpha A2 A1^H + beta C21   GEMM
         C22 <- alpha A2 A2^H + beta C22   recursive
+
+    C of at least ``nb.syrk_whole`` rows is one leaf.
     """
     n = c.rows
-    if n <= nb.syrk:
+    if n <= nb.syrk or n >= nb.syrk_whole:
         ex.herk(alpha, a, beta, c)
         return
     k = split(n)
