@@ -103,8 +103,9 @@ def test_deep_recursion(dtype: np.dtype) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_syrk_whole_crossover(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With leaves of 4 and ``syrk_whole`` 20: C of 19 rows recurses, C of 20 and 37 rows is one
-    leaf; setting SYRK's leaf again drops ``syrk_whole``. Results stay within tolerance."""
+    """With leaves of 4, ``syrk_whole`` 20 and ``syrk_split`` 40: C of 19 rows recurses, C of 20
+    and 37 rows is one leaf, C of 45 rows splits once into whole halves of 32 and 13 (13 of them
+    recursing); setting SYRK's leaf again drops ``syrk_whole``. Results stay within tolerance."""
     from tricov.backends.cpu import CPUExecutor
 
     rows: list[int] = []
@@ -116,8 +117,9 @@ def test_syrk_whole_crossover(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(CPUExecutor, "raw_herk", spy)
     with forced_leaf_size(dtype, 4), forced_leaf_size(dtype, 20, ("syrk_whole",)):
+        tc.set_leaf_size("cpu", "syrk_split", dtype, 40)
         assert tc.leaf_sizes("cpu", dtype).syrk_whole == 20
-        for n, calls in ((19, [4] * 4 + [3]), (20, [20]), (37, [37])):
+        for n, calls in ((19, [4] * 4 + [3]), (20, [20]), (37, [37]), (45, [32, 4, 4, 4, 1])):
             rows.clear()
             check_syrk(dtype, "L", "N", n, 6, "C-sub", "F-sub", 0.75, 2.0, ("whole", n))
             assert sorted(rows, reverse=True) == calls, (n, rows)

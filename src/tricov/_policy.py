@@ -29,7 +29,8 @@ OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
 #: which POTRF hands over the whole matrix, and TRSM's leaves for narrow B and for B of few
 #: rows (:func:`trsm_leaf`).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "syrk_whole", "trsm_narrow", "trsm_min")
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "syrk_whole", "syrk_split", "trsm_narrow",
+              "trsm_min")
 #: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
 #: 1 / NARROW_RATIO as many columns.
 NARROW_ROWS, NARROW_RATIO = 8192, 16
@@ -44,8 +45,9 @@ class LeafSizes:
     A recursion stops when its block is at most the operation's leaf size; TRSM and TRMM also
     stop (at the top, calling the native routine on the whole problem) when B has at least
     ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
-    ``potrf_whole`` rows, and HERK (SYRK) when C has at least ``syrk_whole`` rows (the native
-    routine is then faster than the recursion). TRSM on narrow B takes leaves of
+    ``potrf_whole`` rows, and HERK (SYRK) when C has at least ``syrk_whole`` and fewer than
+    ``syrk_split`` rows (the native routine is faster than the recursion there; above, the
+    recursion's large GEMMs are). TRSM on narrow B takes leaves of
     ``trsm_narrow`` where it is not 0,
     and on B of few rows leaves down to ``trsm_min`` where that is not 0 (:func:`trsm_leaf`).
     """
@@ -60,6 +62,7 @@ class LeafSizes:
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
     syrk_whole: int = _NEVER
+    syrk_split: int = _NEVER
     trsm_narrow: int = 0
     trsm_min: int = 0
 
@@ -122,11 +125,14 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # triangle update), but C of 2048 rows and more is one cuBLAS SYRK for real dtypes, which is
 # then the faster (one H100, 2026-11-27, µs, n = k, tricov's recursion / cuBLAS SYRK / GEMM:
 # float64 1024 58 / 66 / 60, 2048 252 / 168 / 304, 4096 1484 / 1224 / 2671; float32 1024
-# 75 / 79 / 72, 2048 301 / 226 / 353, 4096 1681 / 1609 / 2701). With it POTRF took float64
-# 1.31 / 1.32 / 1.47 / 1.40 / 1.19x torch at 3072 / 4096 / 6144 / 8192 / 16384 rows
-# (benchmarks/gpu_potrf_tiles_h100.txt).
+# 75 / 79 / 72, 2048 301 / 226 / 353, 4096 1681 / 1609 / 2701), also for few columns (float64
+# n = 4096, k = 128 / 512: 223 / 269 -> 128 / 199 µs); with it POTRF took float64 1.31 / 1.32 /
+# 1.47 / 1.40 / 1.19x torch at 3072 / 4096 / 6144 / 8192 / 16384 rows
+# (benchmarks/gpu_potrf_tiles_h100.txt). From 8192 rows the recursion's GEMMs win again
+# (float64 n = k = 8192 / 16384: 11288 / 91967 µs against cuBLAS SYRK's 11534 / 101035; DPOTRF
+# 32768 had dropped from 1.14 to 1.08x torch), so C of 8192 rows and more splits (syrk_split).
 _GPU_POTRF = {"float32": (2048, 4096), "float64": (2048, 2560)}  # (potrf, potrf_whole)
-_GPU_SYRK_WHOLE = {"float32": 2048, "float64": 2048}
+_GPU_SYRK = {"float32": (2048, 8192), "float64": (2048, 8192)}  # (syrk_whole, syrk_split)
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 # POTRI (TRTRI, LAUUM) of real dtypes on the GPU: leaves of 256 (cuSOLVER's TRTRI, LAUUM as a
 # cuBLAS TRMM) beat the shared-memory kernels' 128 once TRMMs run staged (backends/staged.py):
@@ -150,7 +156,8 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
                             lauum=_GPU_INVERSE.get(name, block),
                             potrf_whole=_GPU_POTRF.get(name, (4096, 16384))[1],
-                            syrk_whole=_GPU_SYRK_WHOLE.get(name, _NEVER),
+                            syrk_whole=_GPU_SYRK.get(name, (_NEVER, _NEVER))[0],
+                            syrk_split=_GPU_SYRK.get(name, (_NEVER, _NEVER))[1],
                             trsm_narrow=_GPU_TRSM_NARROW.get(name, 0),
                             trsm_min=_GPU_TRSM_MIN.get(name, 0))
             for name, block in _GPU_BLOCK.items()},

@@ -121,10 +121,10 @@ def herk(ex: Executor, nb: LeafSizes, alpha: float, a: Mat, beta: float, c: Mat)
         C21 <- alpha A2 A1^H + beta C21   GEMM
         C22 <- alpha A2 A2^H + beta C22   recursive
 
-    C of at least ``nb.syrk_whole`` rows is one leaf.
+    C of at least ``nb.syrk_whole`` and fewer than ``nb.syrk_split`` rows is one leaf.
     """
     n = c.rows
-    if n <= nb.syrk or n >= nb.syrk_whole:
+    if n <= nb.syrk or nb.syrk_whole <= n < nb.syrk_split:
         ex.herk(alpha, a, beta, c)
         return
     k = split(n)
