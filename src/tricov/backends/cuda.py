@@ -167,7 +167,8 @@ class CUDAExecutor(Executor):
     inverse_leaf = 1024
     #: HERK leaves with ``k >= herk_by_gemm * n`` and fewer than ``herk_native`` rows run as a
     #: GEMM plus a triangle update; the others on cuBLAS SYRK/HERK, which is the faster from
-    #: about 2048 rows (real dtypes on one H100, see ``_policy.syrk_whole``).
+    #: about 2048 rows (real dtypes on one H100; the recursion hands such C over whole up to
+    #: ``LeafSizes.syrk_split`` rows, see ``_policy``).
     herk_by_gemm = 1
     herk_native = 2048
     #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
