@@ -108,7 +108,8 @@ def timings(sizes, leaves, dtypes) -> None:
             print(f"{np.dtype(dt).name:>10} n={n:6d} " + "  ".join(
                 f"{k} {v:8.0f} ({res['torch'] / v:.2f}x, {flops / v / 1e6:.1f} TF)"
                 for k, v in res.items()), flush=True)
-    configure(TILES, None, None, dtypes[0])
+    for dt in dtypes:  # the shipped policy again
+        configure(TILES, None, None, dt)
 
 
 def main() -> None:

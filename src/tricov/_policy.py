@@ -47,9 +47,9 @@ class LeafSizes:
     ``trsm_rhs`` / ``trmm_rhs`` right-hand sides, and POTRF when the matrix has at most
     ``potrf_whole`` rows, and HERK (SYRK) when C has at least ``syrk_whole`` and fewer than
     ``syrk_split`` rows (the native routine is faster than the recursion there; above, the
-    recursion's large GEMMs are). TRSM on narrow B takes leaves of
-    ``trsm_narrow`` where it is not 0,
-    and on B of few rows leaves down to ``trsm_min`` where that is not 0 (:func:`trsm_leaf`).
+    recursion's large GEMMs are). TRSM on narrow B takes leaves of ``trsm_narrow`` where it is
+    not 0, and on B of few rows leaves down to ``trsm_min`` where that is not 0
+    (:func:`trsm_leaf`).
     """
 
     trsm: int = 128

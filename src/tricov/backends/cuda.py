@@ -21,7 +21,8 @@ on leaf-sized blocks:
 * Staged TRMMs (:mod:`tricov.backends.staged`) run their leaves as one batched GEMM.
 * POTRF, TRTRI and LAUUM leaves up to :func:`tricov.kernels.block_order` (128, or 64 for
   complex128): one block of threads on the whole leaf in shared memory.
-* POTRF leaves from there up to :attr:`CUDAExecutor.tile_potrf` rows (1536 to 2048 by dtype):
+* POTRF leaves from there up to :attr:`CUDAExecutor.tile_potrf` rows (1792 to 2560 by dtype,
+  :data:`tricov.kernels.TILE_POTRF`):
   ``potrf_tiles``, tiles of 32 x 32 taken by as many blocks of threads as fit on the device,
   in one launch. cuSOLVER's POTRF runs column by column at order <= 4096 (about 0.43 us a
   column on an H100 at every order, benchmarks/gpu_potrf_apis_h100.txt); the tiles' chain of
@@ -65,6 +66,8 @@ NARROW = 1 << 30
 _GRID_Z = 65535
 #: Leaf statuses per device allocation (read back with one copy each).
 _STATUS_SLOTS = 64
+
+
 def _diag_find(dtype: np.dtype, n: int, a: int, step: int, status: int, zero: bool) -> None:
     """Queue ``diag_find`` (triangular.cu): the 1-based index of the first NaN (or, with
     ``zero``, exactly zero) of the ``n`` elements ``step`` elements apart from address ``a``,
