@@ -741,8 +741,8 @@ potrf_leaf(int n, T* A, long long lda, int opa, int* info)
 // consecutive elements are one aligned vector (sub_product), and 4 modulo 16 in doubles, so
 // that the 16 lanes of an mma fragment's read fall in distinct banks. With TLD = 33 (no bank
 // conflicts down columns) a product took 1730 cycles in float64 and 1490 in float32 (one
-// block on one H100), against 590 and 1000; potrf_tiles of 2048 rows took 870 / 600 us
-// against 620 / 480 (float64 / float32).
+// block on one H100, benchmarks/gpu_potrf_steps.py), against 590 and 1000; potrf_tiles of 2048
+// rows took 871 / 613 us against 557 / 478 (float64 / float32, gpu_potrf_trace.py).
 constexpr int TILE = 32, TLD = 36;
 
 template <typename T> __device__ __forceinline__ T ld_cg(const T* p) { return __ldcg(p); }
