@@ -278,10 +278,7 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
     print(f"{'case':30} {'call ms':>8} {'dev ms':>8} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>7}"
           f" {'of same':>7}  speed-up over torch: call x / device x")
     copies: dict[int, float] = {}
-    cases = bench_cases(ops, sizes, batch, dtypes)
-    if cases:  # the process's first timed calls (GPU clocks, the host's caches) stay off the table
-        time_case(cases[0], repeats=repeats)
-    for case in cases:
+    for case in bench_cases(ops, sizes, batch, dtypes):
         r = time_case(case, repeats=repeats)
         dev = r.seconds.get("tricov@device")
         others = []
