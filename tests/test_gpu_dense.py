@@ -16,6 +16,10 @@ import tricov as tc
 pytestmark = pytest.mark.gpu
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+#: Each dtype with its products as the defaults run them, and float32 again with every GEMM of
+#: at least two rows and columns run as a split-TF32 GEMM.
+DT_SPLIT = [pytest.param(dt, False, id=np.dtype(dt).name) for dt in DTYPES] + [
+    pytest.param(np.float32, True, id="float32-split")]
 OPS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 
 
@@ -32,6 +36,16 @@ def small_leaves():
     yield
     for dt in DTYPES:
         tc.set_leaf_size("gpu", "trsm", dt, None)
+
+
+def _products(monkeypatch, split):
+    """With ``split``, run every float32 GEMM of two or more rows and columns as a split-TF32
+    GEMM (however small)."""
+    if split:
+        from tricov.backends import cuda
+
+        monkeypatch.setattr(cuda.CUDAExecutor, "split_rows", 1)
+        monkeypatch.setattr(tc._precision, "_enabled", True)
 
 
 def _eps(dt):
@@ -65,14 +79,16 @@ def _dev(cp, x, order):
     return cp.asarray(np.asarray(x, order=order))
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt,split", DT_SPLIT)
 @pytest.mark.parametrize("side,uplo,trans,diag", list(itertools.product("LR", "LU", "NTC", "NU")))
 @pytest.mark.parametrize("shape", [(70, 5), (129, 131)])
 @pytest.mark.parametrize("kind", ["trsm", "trmm"])
 @pytest.mark.parametrize("leaf", ["kernel", "cublas"])
-def test_trsm_trmm(cp, small_leaves, monkeypatch, dt, side, uplo, trans, diag, shape, kind, leaf):
+def test_trsm_trmm(cp, small_leaves, monkeypatch, dt, split, side, uplo, trans, diag, shape, kind,
+                   leaf):
     from tricov.backends import cuda
 
+    _products(monkeypatch, split)
     if leaf == "cublas":
         monkeypatch.setattr(cuda.CUDAExecutor, "narrow", 0)
     rng = np.random.default_rng(7)
@@ -123,19 +139,20 @@ def test_trsm_long_leaves_wide_b(cp, dt, leaf):
     assert err < 30 * m * _eps(dt), err
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt,split", DT_SPLIT)
 @pytest.mark.parametrize("side,uplo,trans", [("L", "L", "N"), ("L", "U", "C"), ("R", "L", "T"),
                                              ("R", "U", "N")])
 @pytest.mark.parametrize("budget", [1, 7, 1 << 30])
 @pytest.mark.parametrize("kind", ["trsm", "trmm", "trmm-spine"])
-def test_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, trans, budget,
-                                 kind):
+def test_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, split, side, uplo, trans,
+                                 budget, kind):
     """The staged TRMM (leaves, then products level by level, on a copy of B or, "spine",
     without it) and the TRSM out of place (leaves GEMMs with inverted diagonal blocks, products
     into a workspace through cuBLASLt) on sub-matrix views whose leading dimension exceeds
     their rows, in panels of ``budget`` columns of B."""
     from tricov.backends import cuda, staged
 
+    _products(monkeypatch, split)
     if kind == "trmm-spine":  # every panel without the copy; no plan of the other schedule
         monkeypatch.setattr(staged, "SPINE_COLUMNS", 1)
         tc.set_cuda_graphs(tc.cuda_graphs_enabled())
@@ -172,10 +189,11 @@ def test_staged_views_and_panels(cp, small_leaves, monkeypatch, dt, side, uplo, 
         np.testing.assert_array_equal(got, frame)
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt,split", DT_SPLIT)
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("trans", "NC")
-def test_syrk(cp, small_leaves, dt, uplo, trans):
+def test_syrk(cp, small_leaves, monkeypatch, dt, split, uplo, trans):
+    _products(monkeypatch, split)
     rng = np.random.default_rng(3)
     n, k = 131, 37
     a = _rand(rng, (n, k) if trans == "N" else (k, n), dt)
@@ -195,12 +213,13 @@ def test_syrk(cp, small_leaves, dt, uplo, trans):
                               other(c, 1 if uplo == "L" else -1))
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt,split", DT_SPLIT)
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("order", "CF")
 @pytest.mark.parametrize("leaves", ["small", "default"])
-def test_cholesky_family(cp, request, dt, uplo, order, leaves):
+def test_cholesky_family(cp, request, monkeypatch, dt, split, uplo, order, leaves):
     """Leaves of 48 (deep recursions), or the defaults on an order that recurses past them."""
+    _products(monkeypatch, split)
     if leaves == "small":
         request.getfixturevalue("small_leaves")
     rng = np.random.default_rng(5)
@@ -241,6 +260,76 @@ def test_cholesky_family(cp, request, dt, uplo, order, leaves):
     tw = t.astype(np.complex128)
     ref = tw.conj().T @ tw if uplo == "L" else tw @ tw.conj().T
     assert np.abs(tri(cp.asnumpy(T) - ref)).max() / np.abs(ref).max() < tol
+
+
+def test_split_tf32_parts(cp):
+    """The split kernel: hi and lo are TF32 values (13 low bits zero) with hi + lo = x to
+    2^-22 |x|, laid out in three parts as asked, in every member; infinities and NaN pass
+    through hi with lo = 0, and the largest floats do not round up to infinity."""
+    from tricov.backends.cuda import CUDAExecutor
+
+    rng = np.random.default_rng(2)
+    rows, cols, lds, count = 37, 5, 41, 3
+    src = (rng.standard_normal((count, cols, lds)) * 10.0 ** rng.integers(-30, 30, (count, cols,
+                                                                                  lds)))
+    src = src.astype(np.float32)
+    src[0, 0, :6] = [np.inf, -np.inf, np.nan, np.finfo(np.float32).max, 1e-45, 0.0]
+    ex = CUDAExecutor(np.dtype(np.float32))
+    for down in (True, False):
+        dev = cp.asarray(src)
+        dst = cp.full(count * 3 * rows * cols, 7.0, dtype=np.float32)
+        ld3, member = ex._split_into((rows, cols), down, dev.data.ptr, lds, lds * cols * 4,
+                                     dst.data.ptr, count, 0b101)
+        assert member == 3 * rows * cols * 4 and ld3 == (3 * rows if down else rows)
+        out = cp.asnumpy(dst).reshape(count, -1)
+        for z in range(count):
+            x = src[z, :, :rows].T  # rows x cols
+            flat = out[z]
+            part = [flat[p * rows + np.arange(rows)[:, None] + ld3 * np.arange(cols)] if down
+                    else flat[p * rows * cols + np.arange(rows)[:, None]
+                              + ld3 * np.arange(cols)] for p in range(3)]
+            lo, hi = part[0], part[1]
+            np.testing.assert_array_equal(part[2], lo)
+            for v in (hi, lo):
+                assert not np.any(v.view(np.uint32) & 0x1FFF)
+            finite = np.isfinite(x)
+            assert np.all(np.isfinite(hi[finite])) and np.all(lo[~finite] == 0)
+            np.testing.assert_array_equal(hi[~finite], x[~finite])
+            err = np.abs(hi[finite].astype(np.float64) + lo[finite] - x[finite])
+            assert np.all(err <= 2.0 ** -22 * np.abs(x[finite]) + 1e-45)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.complex64])
+@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+def test_split_tf32_at_default_sizes(cp, monkeypatch, dt, kind):
+    """At the default policy, a float32 TRSM or TRMM large enough for split-TF32 products uses
+    them, and the result keeps float32's backward error; with the setting off, or in complex64
+    (where a TF32 product of three times the depth gains nothing), none is split. (Other
+    operations reach split products at larger orders; with every product split, they are
+    tested above on small leaves.)"""
+    from tricov.backends.cuda import CUDAExecutor
+
+    calls = []
+    split_into = CUDAExecutor._split_into
+    monkeypatch.setattr(CUDAExecutor, "_split_into",
+                        lambda self, *args: calls.append(args) or split_into(self, *args))
+    rng = np.random.default_rng(9)
+    n = 2100
+    norm = np.linalg.norm
+    for enabled in (True, False):
+        monkeypatch.setattr(tc._precision, "_enabled", enabled)
+        calls.clear()
+        a = _tri(rng, n, dt, True)
+        b = _rand(rng, (n, n), dt)
+        B = cp.asarray(b, order="F")
+        getattr(tc, kind)(cp.asarray(a, order="F"), B)
+        x, t = cp.asnumpy(B).astype(np.complex128), a.astype(np.complex128)
+        if kind == "trsm":
+            err = norm(t @ x - b, np.inf) / (norm(t, np.inf) * norm(x, np.inf) + norm(b, np.inf))
+        else:
+            err = norm(x - t @ b, np.inf) / (norm(t, np.inf) * norm(b, np.inf))
+        assert err < 30 * n * _eps(dt), (enabled, err)
+        assert bool(calls) == (enabled and dt == np.float32), len(calls)
 
 
 def test_not_positive_definite_order(cp, small_leaves):
@@ -349,3 +438,51 @@ def test_repeated_calls_replay_with_current_data(cp, small_leaves, graphs):
                 assert err.value.order == 121
     finally:
         tc.set_cuda_graphs(True)
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product("NT", "NT")))
+@pytest.mark.parametrize("how", ["whole", "groups", "blocks", "depths", "into"])
+def test_split_tf32_products(cp, monkeypatch, ta, tb, how):
+    """Split-TF32 GEMMs on sub-matrix views (leading dimensions above their rows), whole, in
+    groups of strided members, or in blocks of rows, columns and depth within a small
+    workspace, plain or into another output: each product within float32's error bound."""
+    from tricov.backends import cuda
+
+    monkeypatch.setattr(cuda.CUDAExecutor, "split_rows", 1)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    m, n, k, count = 67, 45, 150, (3 if how == "groups" else 1)
+    per = 12 * (m + n) * k
+    budget = {"whole": per * count, "groups": per, "blocks": per // 3, "depths": per // 3,
+              "into": per // 3}[how]
+    monkeypatch.setattr(cuda.CUDAExecutor, "split_bytes", budget)
+    if how in ("depths", "into"):
+        monkeypatch.setattr(cuda, "_SPLIT_DEPTH", 64)
+    rng = np.random.default_rng(4)
+    sa, sb, sc = ((m, k) if ta == "N" else (k, m)), ((k, n) if tb == "N" else (n, k)), (m, n)
+    a = rng.standard_normal((count, sa[1], sa[0] + 3)).astype(np.float32)  # F-order members
+    b = rng.standard_normal((count, sb[1], sb[0] + 2)).astype(np.float32)
+    c = rng.standard_normal((count, sc[1], sc[0] + 5)).astype(np.float32)
+    A, B, C = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+    D = cp.full_like(C, np.nan)
+    ex = cuda.CUDAExecutor(np.dtype(np.float32))
+    args = (ta.encode(), tb.encode(), m, n, k, 0.5, A.data.ptr, sa[0] + 3, B.data.ptr,
+            sb[0] + 2, -1.5, C.data.ptr, sc[0] + 5)
+    if how == "into":
+        ex.raw_gemm_into(*args, D.data.ptr, sc[0] + 5)
+    elif count > 1:
+        ex.raw_gemm_strided(*args, count, *(x[0].nbytes for x in (a, b, c)))
+    else:
+        ex.raw_gemm(*args)
+    got = cp.asnumpy(D if how == "into" else C)
+    for z in range(count):
+        opa = a[z][:, :sa[0]].T.astype(np.float64)
+        opb = b[z][:, :sb[0]].T.astype(np.float64)
+        opa, opb = (opa if ta == "N" else opa.T), (opb if tb == "N" else opb.T)
+        cz = c[z][:, :m].T.astype(np.float64)
+        ref = 0.5 * opa @ opb - 1.5 * cz
+        scale = 0.5 * np.abs(opa) @ np.abs(opb) + 1.5 * np.abs(cz)
+        err = np.abs(got[z][:, :m].T - ref) / scale
+        assert err.max() < 30 * k * _eps(np.float32), (z, err.max())
+        # the rows of C (or D) past the view are untouched
+        pad = got[z][:, m:]
+        assert np.isnan(pad).all() if how == "into" else np.array_equal(pad, c[z][:, m:])

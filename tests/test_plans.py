@@ -40,3 +40,19 @@ def test_plans_beyond_the_capacity_are_dropped_oldest_first(
     for key in "abcde":
         _plans._remember(key, _plan(10))
     assert list(_plans._plans) == ["c", "d", "e"]
+
+
+def test_split_tf32_setting_is_part_of_the_executor_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans and replayed calls are keyed by the executor's settings: a plan captured with
+    split-TF32 products must not replay once they are turned off (and back)."""
+    import tricov as tc
+    from tricov.backends.cuda import CUDAExecutor
+
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    on = CUDAExecutor.settings()
+    tc.set_split_tf32(False)
+    assert not tc.split_tf32_enabled()
+    assert CUDAExecutor.settings() != on
+    tc.set_split_tf32(True)
+    assert CUDAExecutor.settings() == on

@@ -14,6 +14,7 @@ array([[1.],
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
 from ._plans import cuda_graphs_enabled, set_cuda_graphs
 from ._policy import leaf_sizes, set_leaf_size
+from ._precision import set_split_tf32, split_tf32_enabled
 from .dense import lauum, posv, poti, potrf, potri, potrs, syrk, trmm, trsm, trtri
 
 __version__ = "0.1.0"
@@ -42,6 +43,8 @@ __all__ = [
     "potrs",
     "set_cuda_graphs",
     "set_leaf_size",
+    "set_split_tf32",
+    "split_tf32_enabled",
     "syrk",
     "trmm",
     "trsm",

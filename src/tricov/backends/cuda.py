@@ -34,12 +34,14 @@ Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 from __future__ import annotations
 
 import ctypes
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _options as opt
+from .. import _precision
 from .._views import Mat
 from ..kernels import (
     THREADS,
@@ -64,6 +66,9 @@ __all__ = ["CUDAExecutor", "NARROW", "zero_pivot"]
 NARROW = 1 << 30
 #: Most blocks along z of one launch (CUDA's grid limit).
 _GRID_Z = 65535
+#: Largest depth of one split-TF32 GEMM of a product whose split operands exceed the budget
+#: (CUDAExecutor.split_bytes): such products run in blocks of rows, columns and depth.
+_SPLIT_DEPTH = 4096
 #: Leaf statuses per device allocation (read back with one copy each).
 _STATUS_SLOTS = 64
 
@@ -151,6 +156,11 @@ class _Inverses:
                 self.leaf_flags.data.ptr + 4 * q)
 
 
+def _whole_tiles(extent: int) -> int:
+    """``extent`` rounded down to a multiple of 256 (cuBLAS's tiles), where it is that long."""
+    return extent // 256 * 256 if extent >= 256 else max(extent, 1)
+
+
 class CUDAExecutor(Executor):
     """Primitives on CuPy memory of the current device, on the current stream."""
 
@@ -181,6 +191,14 @@ class CUDAExecutor(Executor):
     #: the measured limit of the dtype (:data:`tricov.kernels.TILE_POTRF`), beyond which the
     #: tiles' products, not their chain of diagonal tiles, set the pace.
     tile_potrf: int | None = None
+    #: float32 GEMMs of ``m x n x k`` with ``m n >= split_rows (m + n)`` and
+    #: ``2 k >= split_rows`` run as one split-TF32 GEMM (:mod:`tricov._precision`) while that is
+    #: enabled: splitting the operands reads ``(m + n) k`` elements and writes three times as
+    #: many, which pays where the product's ``m n k`` is large against them.
+    split_rows = 512
+    #: Bytes of device memory the split operands of one GEMM may take at most (larger ones run
+    #: on FP32, as do those whose workspace cannot be allocated).
+    split_bytes = 1 << 30
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -196,13 +214,15 @@ class CUDAExecutor(Executor):
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
         self._inverses: _Inverses | None = None
         self._stage: Any = None  # B's copy for staged TRMMs
+        self._splits: Any = None  # the split operands of split-TF32 GEMMs, reused call to call
         self._ctype = nvrtc.CTYPE[self.dtype]
         self._sb = block_order(self.dtype.itemsize)
 
     @classmethod
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
-                cls.herk_native, cls.stage_bytes, cls.tile_potrf)
+                cls.herk_native, cls.stage_bytes, cls.tile_potrf, cls.split_rows,
+                cls.split_bytes, _precision.split_tf32_enabled())
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -525,25 +545,145 @@ class CUDAExecutor(Executor):
 
     # ---------------------------------------------------------------- raw
     def raw_gemm(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-        lib.check(lib.blas("gemm_v2", self.dtype)(
-            self._hb, lib.OP[ta], lib.OP[tb], m, n, k, self._s(alpha), a, lda, b, ldb,
-            self._s(beta), c, ldc), "gemm")
+        self._product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
     def raw_gemm_into(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, d, ldd):
-        plan = lib.matmul_plan(self.dtype, lib.OP[ta], lib.OP[tb], m, n, k, lda, ldb, ldc, ldd)
-        work = self.xp.empty(plan.workspace, dtype=np.uint8)
-        self._keep.append(work)
-        lib.matmul_into(self._hb, self._stream, plan, self._s(alpha), a, b, self._s(beta), c,
-                        d, work.data.ptr)
+        self._product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, (d, ldd))
 
     def raw_gemm_strided(self, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, count,
                          sa, sb, sc):
+        self._product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, None, count,
+                      (sa, sb, sc))
+
+    # ------------------------------------------------------------- products
+    def _product(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
+                 lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+                 out: tuple[int, int] | None = None, count: int = 1,
+                 steps: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """``C <- alpha op(A) op(B) + beta C`` (into ``out = (D, ldd)`` where given; ``count``
+        products ``steps`` bytes apart): split-TF32 GEMMs where they pay (:attr:`split_rows`),
+        within :attr:`split_bytes` of split operands at a time (groups of members, or blocks
+        of one product: rows and columns of C, and depth), else cuBLAS's FP32 GEMMs."""
+        if (self.dtype.char != "f" or not _precision.split_tf32_enabled()
+                or m * n < self.split_rows * (m + n) or 2 * k < self.split_rows):
+            self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out, count,
+                       steps)
+            return
+        args = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        group = min(count, self.split_bytes // (12 * (m + n) * k), lib.GEMM_CHUNK)
+        for first in range(0, count if group else 0, max(group, 1)):
+            shifted = [p + first * s for p, s in zip((a, b, c), steps, strict=True)]
+            self._split_gemm(*args[:6], shifted[0], lda, shifted[1], ldb, beta, shifted[2],
+                             ldc, out, min(group, count - first), steps)
+        if group:
+            return
+        depth = min(k, _SPLIT_DEPTH)
+        budget = self.split_bytes // (12 * depth)  # rows plus columns of a block
+        rows = min(m, _whole_tiles(budget // 2))
+        cols = min(n, _whole_tiles(budget - rows))
         size = self.dtype.itemsize
+        for member in range(count):
+            for i, j, p in itertools.product(range(0, m, rows), range(0, n, cols),
+                                             range(0, k, depth)):
+                # element (i, p) of op(A), (p, j) of op(B), (i, j) of C
+                ai = a + member * steps[0] + size * (i * (lda if ta != b"N" else 1)
+                                                     + p * (1 if ta != b"N" else lda))
+                bj = b + member * steps[1] + size * (j * (1 if tb != b"N" else ldb)
+                                                     + p * (ldb if tb != b"N" else 1))
+                cij = c + member * steps[2] + size * (i + j * ldc)
+                into = None if out is None else (out[0] + size * (i + j * out[1]), out[1])
+                if p and into is not None:  # later depths add to D in place
+                    cij, ldc_, into = into[0], into[1], None
+                else:
+                    ldc_ = ldc
+                self._split_gemm(ta, tb, min(rows, m - i), min(cols, n - j),
+                                 min(depth, k - p), alpha, ai, lda, bj, ldb,
+                                 1.0 if p else beta, cij, ldc_, into)
+
+    def _split_gemm(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
+                    lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+                    out: tuple[int, int] | None, count: int = 1,
+                    steps: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """One split-TF32 call on ``count`` products (FP32 where the split operands cannot
+        be allocated): ``A3 = [lo_A, hi_A, hi_A]`` and ``B3 = [hi_B; lo_B; hi_B]`` along the
+        depth, and one TF32 GEMM of depth ``3 k``."""
+        nbytes = 12 * (m + n) * k * count
+        if self._splits is None or self._splits.nbytes < nbytes:
+            import cupy
+
+            try:
+                self._splits = self.xp.empty(nbytes, dtype=np.uint8)
+            except cupy.cuda.memory.OutOfMemoryError:
+                self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out,
+                           count, steps)
+                return
+            self._keep.append(self._splits)
+        a3 = self._splits.data.ptr
+        b3 = a3 + 12 * m * k * count
+        # A's depth runs down its stored rows where op(A) transposes; B's where op(B) does not.
+        lda3, sa3 = self._split_into((k, m) if ta != b"N" else (m, k), ta != b"N", a, lda,
+                                     steps[0], a3, count, 0b001)
+        ldb3, sb3 = self._split_into((k, n) if tb == b"N" else (n, k), tb == b"N", b, ldb,
+                                     steps[1], b3, count, 0b010)
+        self._gemm(True, ta, tb, m, n, 3 * k, alpha, a3, lda3, b3, ldb3, beta, c, ldc, out,
+                   count, (sa3, sb3, steps[2]))
+
+    def _split_into(self, shape: tuple[int, int], down: bool, src: int, lds: int, step: int,
+                    dst: int, count: int, lo_parts: int) -> tuple[int, int]:
+        """Split ``count`` stored float32 blocks of ``shape`` (``step`` bytes apart) into three
+        parts each, stacked down the rows (``down``) or across the columns, at ``dst``:
+        returns the parts' leading dimension and the bytes from one member's parts to the
+        next's."""
+        rows, cols = shape
+        ld3, part = (3 * rows, rows) if down else (rows, rows * cols)
+        member = 3 * rows * cols
+        kernel = nvrtc.function("tf32_split.cu", "tricov::tf32_split")
+        for first in range(0, count, _GRID_Z):
+            grid = (-(-rows // 32), -(-cols // 8), min(_GRID_Z, count - first))
+            kernel(grid, (32, 8), (
+                np.int32(rows), np.int32(cols), np.uint64(src + first * step), np.int64(lds),
+                np.uint64(dst + first * member * 4), np.int64(ld3), np.int64(part),
+                np.int32(lo_parts), np.int64(step // 4), np.int64(member)))
+        return ld3, member * 4
+
+    def _gemm(self, tf32: bool, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex,
+              a: int, lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+              out: tuple[int, int] | None, count: int, steps: tuple[int, int, int]) -> None:
+        """One cuBLAS call per :data:`~tricov.backends.cuda_libs.GEMM_CHUNK` products, on the
+        TF32 tensor cores (``tf32``) or in the dtype's own arithmetic."""
+        opa, opb, kind = lib.OP[ta], lib.OP[tb], lib.CUDA_TYPE[self.dtype]
+        if out is not None:
+            plan = lib.matmul_plan(self.dtype, opa, opb, m, n, k, lda, ldb, ldc, out[1], tf32)
+            work = self.xp.empty(plan.workspace, dtype=np.uint8)
+            self._keep.append(work)
+            lib.matmul_into(self._hb, self._stream, plan, self._s(alpha), a, b, self._s(beta),
+                            c, out[0], work.data.ptr)
+            return
+        if count == 1 and not tf32:
+            lib.check(lib.blas("gemm_v2", self.dtype)(
+                self._hb, opa, opb, m, n, k, self._s(alpha), a, lda, b, ldb, self._s(beta), c,
+                ldc), "gemm")
+            return
+        if count == 1:
+            lib.check(lib.blas("cublasGemmEx")(
+                self._hb, opa, opb, m, n, k, self._s(alpha), a, kind, lda, b, kind, ldb,
+                self._s(beta), c, kind, ldc, lib.COMPUTE_TF32, lib.GEMM_DEFAULT), "gemmEx")
+            return
+        size = self.dtype.itemsize
+        sa, sb, sc = steps
         for first in range(0, count, lib.GEMM_CHUNK):
-            lib.check(lib.blas("gemmStridedBatched", self.dtype)(
-                self._hb, lib.OP[ta], lib.OP[tb], m, n, k, self._s(alpha), a + first * sa, lda,
-                sa // size, b + first * sb, ldb, sb // size, self._s(beta), c + first * sc,
-                ldc, sc // size, min(lib.GEMM_CHUNK, count - first)), "gemmStridedBatched")
+            chunk = min(lib.GEMM_CHUNK, count - first)
+            pa, pb, pc = a + first * sa, b + first * sb, c + first * sc
+            if tf32:
+                lib.check(lib.blas("cublasGemmStridedBatchedEx")(
+                    self._hb, opa, opb, m, n, k, self._s(alpha), pa, kind, lda, sa // size, pb,
+                    kind, ldb, sb // size, self._s(beta), pc, kind, ldc, sc // size, chunk,
+                    lib.COMPUTE_TF32, lib.GEMM_DEFAULT), "gemmStridedBatchedEx")
+            else:
+                lib.check(lib.blas("gemmStridedBatched", self.dtype)(
+                    self._hb, opa, opb, m, n, k, self._s(alpha), pa, lda, sa // size, pb, ldb,
+                    sb // size, self._s(beta), pc, ldc, sc // size, chunk),
+                    "gemmStridedBatched")
 
     def raw_trsm(self, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
         lib.check(lib.blas("trsm_v2", self.dtype)(

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GEMM_CHUNK", "bind_blas", "bind_solver", "blas", "capture_handle", "check",
-           "cublas_handle", "cusolver_handle", "matmul_into", "matmul_plan", "own_handle",
-           "read_small", "solver"]
+__all__ = ["COMPUTE_TF32", "GEMM_CHUNK", "GEMM_DEFAULT", "bind_blas", "bind_solver", "blas",
+           "capture_handle", "check", "cublas_handle", "cusolver_handle", "matmul_into",
+           "matmul_plan", "own_handle", "read_small", "solver"]
 
 OP = {b"N": 0, b"T": 1, b"C": 2}
 SIDE = {b"L": 0, b"R": 1}
@@ -35,6 +35,9 @@ _PREFIX = {np.dtype(np.float32): "S", np.dtype(np.float64): "D", np.dtype(np.com
 
 #: Most members of one cuBLAS batched GEMM call.
 GEMM_CHUNK = 65535
+#: cublasComputeType_t of float32 products on the TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32),
+#: and cuBLAS's default algorithm choice.
+COMPUTE_TF32, GEMM_DEFAULT = 77, -1
 
 _vp, _i, _i64, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
 
@@ -82,6 +85,10 @@ _SIGNATURES: dict[str, list] = {
                            _vp, _i, _i64, _i],
     "gemmBatched": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _vp, _i, _i],
     "gemmGroupedBatched": [_vp] * 14 + [_i, _vp],
+    "cublasGemmEx": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _i, _vp, _i, _i, _vp, _vp, _i, _i,
+                     _i, _i],
+    "cublasGemmStridedBatchedEx": [_vp, _i, _i, _i, _i, _i, _vp, _vp, _i, _i, _i64, _vp, _i, _i,
+                                   _i64, _vp, _vp, _i, _i, _i64, _i, _i, _i],
     "trsm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i],
     "trmm_v2": [_vp, _i, _i, _i, _i, _i, _i, _vp, _vp, _i, _vp, _i, _vp, _i],
     "syrk_v2": [_vp, _i, _i, _i, _i, _vp, _vp, _i, _vp, _vp, _i],
@@ -147,11 +154,12 @@ class _LtPlan:
     (``workspace``); the descriptors are freed with the plan."""
 
     def __init__(self, dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int,
-                 ldb: int, ldc: int, ldd: int) -> None:
+                 ldb: int, ldc: int, ldd: int, tf32: bool) -> None:
         kind = CUDA_TYPE[dtype]
+        compute = COMPUTE_TF32 if tf32 else _LT_COMPUTE[dtype]
         self.desc, self.layouts = ctypes.c_void_p(), []
-        check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(self.desc), _LT_COMPUTE[dtype],
-                                              kind), "cublasLtMatmulDescCreate")
+        check(_lt("cublasLtMatmulDescCreate")(ctypes.byref(self.desc), compute, kind),
+              "cublasLtMatmulDescCreate")
         for attr, value in ((_LT_TRANSA, ta), (_LT_TRANSB, tb)):
             op = ctypes.c_int32(value)
             check(_lt("cublasLtMatmulDescSetAttribute")(self.desc, attr, ctypes.byref(op), 4),
@@ -198,14 +206,15 @@ atexit.register(_lt_plan.cache_clear)  # free the descriptors while the bindings
 
 
 def matmul_plan(dtype: np.dtype, ta: int, tb: int, m: int, n: int, k: int, lda: int, ldb: int,
-                ldc: int, ldd: int) -> _LtPlan:
+                ldc: int, ldd: int, tf32: bool = False) -> _LtPlan:
     """cuBLASLt's plan of ``D <- alpha op(A) op(B) + beta C`` for this shape on the current
-    device (``ta``/``tb`` cublasOperation_t values): cached; its ``workspace`` is the bytes of
-    device memory :func:`matmul_into` needs."""
+    device (``ta``/``tb`` cublasOperation_t values; ``tf32``: a float32 product on the TF32
+    tensor cores): cached; its ``workspace`` is the bytes of device memory
+    :func:`matmul_into` needs."""
     import cupy
 
     return _lt_plan(cupy.cuda.runtime.getDevice(), np.dtype(dtype), ta, tb, m, n, k, lda, ldb,
-                    ldc, ldd)
+                    ldc, ldd, tf32)
 
 
 def matmul_into(handle: int, stream: int, plan: _LtPlan, alpha: int, a: int, b: int, beta: int,
