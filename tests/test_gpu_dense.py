@@ -486,3 +486,68 @@ def test_split_tf32_products(cp, monkeypatch, ta, tb, how):
         # the rows of C (or D) past the view are untouched
         pad = got[z][:, m:]
         assert np.isnan(pad).all() if how == "into" else np.array_equal(pad, c[z][:, m:])
+
+
+@pytest.mark.parametrize("graphs", [True, False])
+def test_split_tf32_replayed_with_current_data(cp, small_leaves, monkeypatch, graphs):
+    """Repeated float32 calls with every product split: the split kernels and TF32 GEMMs are
+    captured into the plan's graph and replayed on the current data."""
+    _products(monkeypatch, True)
+    rng = np.random.default_rng(12)
+    tc.set_cuda_graphs(graphs)
+    norm = np.linalg.norm
+    try:
+        n = 150
+        a = _tri(rng, n, np.float32, True)
+        A = cp.asarray(a, order="F")
+        B = cp.empty((n, 70), dtype=np.float32, order="F")
+        S = cp.empty((n, n), dtype=np.float32, order="F")
+        t = a.astype(np.float64)
+        for trial in range(4):
+            b = rng.standard_normal((n, 70)).astype(np.float32)
+            B[...] = cp.asarray(b)
+            tc.trsm(A, B)
+            x = cp.asnumpy(B).astype(np.float64)
+            err = norm(t @ x - b, np.inf) / (norm(t, np.inf) * norm(x, np.inf) + norm(b, np.inf))
+            assert err < 30 * n * _eps(np.float32), (trial, err)
+            B[...] = cp.asarray(b)
+            tc.trmm(A, B)
+            err = norm(cp.asnumpy(B) - t @ b, np.inf) / (norm(t, np.inf) * norm(b, np.inf))
+            assert err < 30 * n * _eps(np.float32), (trial, err)
+            s = _spd(rng, n, np.float32)
+            S[...] = cp.asarray(s)
+            tc.potrf(S)
+            f = np.tril(cp.asnumpy(S)).astype(np.float64)
+            err = np.abs(f @ f.T - s).max() / np.abs(s).max()
+            assert err < 60 * n * _eps(np.float32), (trial, err)
+    finally:
+        tc.set_cuda_graphs(True)
+
+
+def test_split_tf32_without_memory_runs_fp32(cp, monkeypatch):
+    """Where the split operands cannot be allocated, the product runs on FP32: right result,
+    and no TF32 GEMM issued."""
+    from tricov.backends import cuda
+
+    monkeypatch.setattr(cuda.CUDAExecutor, "split_rows", 1)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    ex = cuda.CUDAExecutor(np.dtype(np.float32))
+
+    class _NoMemory:
+        def empty(self, nbytes, dtype):
+            raise cp.cuda.memory.OutOfMemoryError(nbytes, 0, 0)
+
+    monkeypatch.setattr(ex, "xp", _NoMemory())
+    tf32 = []
+    gemm = cuda.CUDAExecutor._gemm
+    monkeypatch.setattr(cuda.CUDAExecutor, "_gemm",
+                        lambda self, *args: tf32.append(args[0]) or gemm(self, *args))
+    rng = np.random.default_rng(6)
+    m, n, k = 40, 30, 50
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n)))
+    A, B = cp.asarray(a, order="F"), cp.asarray(b, order="F")
+    C = cp.zeros((m, n), dtype=np.float32, order="F")
+    ex.raw_gemm(b"N", b"N", m, n, k, 1.0, A.data.ptr, m, B.data.ptr, k, 0.0, C.data.ptr, m)
+    ref = a.astype(np.float64) @ b
+    assert tf32 == [False]
+    assert np.abs(cp.asnumpy(C) - ref).max() < 30 * k * _eps(np.float32) * np.abs(ref).max()
