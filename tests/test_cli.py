@@ -233,7 +233,8 @@ def test_tune_stores_and_later_lookups_return_the_stored_sizes(
 
 # -------------------------------------------------------------------------------------- info
 def test_info_reports_libraries_leaf_sizes_cache_and_gpus(
-        cache: Path, capsys: pytest.CaptureFixture) -> None:
+        cache: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tricov._precision, "_enabled", True)
     _policy.store_tuned("cpu", np.complex64, {"lauum": 48}, {})
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
@@ -246,6 +247,10 @@ def test_info_reports_libraries_leaf_sizes_cache_and_gpus(
     assert lauum == ["lauum", *(str(_policy.leaf_sizes("cpu", d).lauum) for d in DTYPES)]
     assert lauum[1 + DTYPES.index("complex64")] == "48"
     assert "GPUs:" in out
+    assert "Float32 GPU products: split TF32" in out.replace("\n", " ")
+    tricov.set_split_tf32(False)
+    assert cli.main(["info"]) == 0
+    assert "Float32 GPU products: FP32" in capsys.readouterr().out.replace("\n", " ")
     try:
         import cupy  # noqa: F401
     except ImportError:

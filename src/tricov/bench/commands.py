@@ -258,7 +258,7 @@ def info(parser: argparse.ArgumentParser) -> Run:
 def _info_parts() -> list[object]:
     from rich.table import Table
 
-    from .. import _policy
+    from .. import _policy, _precision
     from . import machine
 
     parts: list[object] = []
@@ -308,4 +308,8 @@ def _info_parts() -> list[object]:
 
     parts.append("GPUs: " + ("; ".join(f"{i}: {n}" for i, n in enumerate(gpus)) if gpus
                              else "none (CuPy not installed or no CUDA device)"))
+    parts.append("Float32 GPU products: " + (
+        "split TF32 (tensor cores at float32 accuracy; tc.set_split_tf32(False) or "
+        "TRICOV_SPLIT_TF32=0 for FP32)" if _precision.split_tf32_enabled()
+        else "FP32 (tc.set_split_tf32(True) for split TF32)"))
     return parts
