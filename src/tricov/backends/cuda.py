@@ -214,7 +214,7 @@ class CUDAExecutor(Executor):
         self._keep: list[Any] = []  # workspaces alive until the stream has used them
         self._inverses: _Inverses | None = None
         self._stage: Any = None  # B's copy for staged TRMMs
-        self._splits: Any = None  # the split operands of split-TF32 GEMMs, reused call to call
+        self._splits: Any = None  # split operands of split-TF32 GEMMs, reused product to product
         self._ctype = nvrtc.CTYPE[self.dtype]
         self._sb = block_order(self.dtype.itemsize)
 
