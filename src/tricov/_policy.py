@@ -132,9 +132,10 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # (float64 n = k = 8192 / 16384: 11288 / 91967 µs against cuBLAS SYRK's 11534 / 101035; DPOTRF
 # 32768 had dropped from 1.14 to 1.08x torch), so C of 8192 rows and more splits (syrk_split).
 # With float32 products as split-TF32 GEMMs (tricov._precision), float32 4096 recurses too: its
-# TRSM got faster, and two sweeps on one H100 (2026-11-27, session 26) gave 13.92 / 14.06 TFLOP/s
-# on tile leaves of 2048 against 13.66 / 13.41 whole (cuSOLVER), while at 3072 the whole matrix
-# stayed ahead (8.91 against 8.74); the cut between them, 3584, was not measured.
+# TRSM got faster, and three sweeps on one H100 (2026-11-27, session 26,
+# benchmarks/gpu_potrf_cut.py) gave 13.92 / 14.06 / 14.6 TFLOP/s on tile leaves of 2048 against
+# 13.66 / 13.41 / 13.89 whole (cuSOLVER), while at 3072 and 3584 the whole matrix stayed ahead
+# (8.91 against 8.74, 11.85 against 11.18); orders between 3584 and 4096 were not measured.
 _GPU_POTRF = {"float32": (2048, 3584), "float64": (2048, 2560)}  # (potrf, potrf_whole)
 _GPU_SYRK = {"float32": (2048, 8192), "float64": (2048, 8192)}  # (syrk_whole, syrk_split)
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}

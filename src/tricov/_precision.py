@@ -5,7 +5,7 @@ on the TF32 tensor cores at float32 accuracy: each operand is split into two TF3
 ``x = hi + lo`` to about ``2^-22 |x|``, and a product ``A B`` is computed as
 ``lo_A hi_B + hi_A lo_B + hi_A hi_B`` in one TF32 GEMM of three times the depth, with float32
 accumulation (:class:`tricov.backends.cuda.CUDAExecutor`, ``kernels/cuda/tf32_split.cu``).
-On one H100 a GEMM of 4096 x 4096 x 4096 ran 2.3x as fast as cuBLAS SGEMM this way, split
+On one H100 a GEMM of 4096 x 4096 x 4096 ran 2.25x as fast as cuBLAS SGEMM this way, split
 included, with a largest error per element of 25 units of float32 roundoff times
 ``(|A| |B|)_ij`` against SGEMM's 8 (both far inside float32's ``k u`` bound;
 ``benchmarks/gpu_tf32_split_h100.txt``). Small GEMMs stay on SGEMM, and so does complex64,

@@ -570,6 +570,7 @@ class CUDAExecutor(Executor):
                        steps)
             return
         args = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        # the split operands take 12 bytes (three float32 parts) per element of A and B
         group = min(count, self.split_bytes // (12 * (m + n) * k), lib.GEMM_CHUNK)
         for first in range(0, count if group else 0, max(group, 1)):
             shifted = [p + first * s for p, s in zip((a, b, c), steps, strict=True)]
