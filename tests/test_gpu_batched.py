@@ -231,6 +231,57 @@ def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtyp
 
 
 # ---------------------------------------------------------------------------------- syrk
+@pytest.mark.parametrize("mma", [True, False], ids=["mma", "registers"])
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+def test_solves_of_order_25_to_32(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype,
+                                  mma: bool) -> None:
+    """TRSM in all 16 variants and POTRS in both triangles at orders 25 and 32, with 1, 33 and
+    64 right-hand sides (one, two and two whole tiles of 32 columns), in every layout: on the
+    tensor-core solve kernel (float64 where the device has FP64 MMA) and on the register
+    kernels (``BatchedCUDAExecutor.mma`` off, as on GPUs without it)."""
+    import tricov.backends.batched_cuda as bc
+
+    monkeypatch.setattr(bc.BatchedCUDAExecutor, "mma", mma)
+    launched = []
+    original = bc.batched_mma
+    monkeypatch.setattr(bc, "batched_mma", lambda *a: launched.append(a) or original(*a))
+    rhs = (1, 33, 64)
+    for i, (side, uplo, trans, diag) in enumerate(VARIANTS):
+        n, nrhs = (25, 32)[i % 2], rhs[i % 3]
+        rng = make_rng("gpu-batched-mma", str(dtype), mma, i)
+        la, lb = layouts(i)
+        alpha = alpha_of(i, dtype)
+        a = tri_stack(rng, n, dtype, uplo, unit=diag == "U")
+        b = random_general(rng, BATCH + ((n, nrhs) if side == "L" else (nrhs, n)), dtype)
+        da, db = place(cp, a, la), place(cp, b, lb)
+        tc.batched.trsm(da.view, db.view, side=side, uplo=uplo, trans=trans, diag=diag,
+                        alpha=alpha)
+        b_before = db.host.snapshot()
+        db.fetch(cp)
+        db.host.assert_outside_unchanged(b_before)
+        what = f"trsm {side}{uplo}{trans}{diag} n={n} nrhs={nrhs} A:{la} B:{lb}"
+        for idx in members(BATCH):
+            err = trsm_error(a[idx], b[idx], db.host.view[idx], side=side, uplo=uplo,
+                             trans=trans, diag=diag, alpha=alpha)
+            assert_small(err, dtype, n, f"{what} member {idx}")
+    for i, (uplo, n) in enumerate(product("LU", (25, 32))):
+        rng = make_rng("gpu-batched-mma-potrs", str(dtype), mma, i)
+        spd = spd_stack(rng, n, dtype)
+        full = np.stack([hermitian_from(spd[idx], "L") for idx in members(BATCH)]).reshape(
+            BATCH + (n, n))
+        b = random_general(rng, BATCH + (n, rhs[i % 3]), dtype)
+        da, db = place(cp, _factor_stack(spd, uplo), LAYOUTS[i]), place(cp, b, LAYOUTS[i + 3])
+        tc.batched.potrs(da.view, db.view, uplo=uplo)
+        b_before = db.host.snapshot()
+        db.fetch(cp)
+        db.host.assert_outside_unchanged(b_before)
+        for idx in members(BATCH):
+            assert_small(solve_error(full[idx], db.host.view[idx], b[idx]), dtype, n,
+                         f"potrs {uplo} n={n} member {idx}")
+    on_cores = mma and dtype == np.float64 and bc._tile_mma(dtype)
+    assert bool(launched) == on_cores, f"tensor-core solves launched: {len(launched)}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_syrk_variants(cp, dtype: np.dtype) -> None:
     trans_letters = "NC" if np.dtype(dtype).kind == "c" else "NTC"

@@ -38,9 +38,14 @@ from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
 from ..kernels import (
     BATCHED_GRID,
+    MMA_FROM,
+    MMA_MEMBERS,
+    MMA_SHARED,
+    MMA_SOLVES,
     TILE_ORDERS,
     batched_grid,
     batched_lanes,
+    batched_mma,
     batched_small,
     batched_tile,
     nvrtc,
@@ -206,6 +211,8 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
         orders = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
         todo += [_small_kernel(nvrtc.CTYPE[dtype], dtype.char, *group_shape(order, dtype, op), op)
                  for order in orders for op in OPS]
+        if _tile_mma(dtype):
+            todo += [batched_mma(nvrtc.CTYPE[dtype], op) for op in MMA_SOLVES.get(dtype.char, ())]
         if dtype.kind == "f":
             mma = _tile_mma(dtype)
             todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma, order)
@@ -255,7 +262,9 @@ class BatchedCUDAExecutor(Executor):
 
     backend = "batched_gpu"
     #: Tile kernels multiply on the tensor cores (FP64 MMA of 16 x 8 x 4, sm_90 and later;
-    #: float32 elements widened) rather than by FMAs.
+    #: float32 elements widened) rather than by FMAs, and float64 TRSM and POTRS of orders 25
+    #: to 32 run on the tensor-core solve kernel (``kernels.MMA_SOLVES``) rather than on the
+    #: register kernels.
     mma = True
 
     def __init__(self, dtype: np.dtype, group: Group, info: Any = None) -> None:
@@ -320,18 +329,23 @@ class BatchedCUDAExecutor(Executor):
         before); without, it skips members already failed and records only failures.
         """
         order, lanes = group_shape(n, self.dtype, op)
-        kernel = nvrtc.kernel("batched_small.cu",
-                              *_small_kernel(self._ctype, self.dtype.char, order, lanes, op))
+        if (n >= MMA_FROM and OPS[op] in MMA_SOLVES.get(self.dtype.char, ())
+                and _tile_mma(self.dtype)):  # a warp per member, in shared memory
+            kernel = nvrtc.kernel("batched_small.cu", *batched_mma(self._ctype, OPS[op]))
+            per_block, threads, shared = MMA_MEMBERS, 32 * MMA_MEMBERS, MMA_MEMBERS * MMA_SHARED
+        else:
+            kernel = nvrtc.kernel("batched_small.cu",
+                                  *_small_kernel(self._ctype, self.dtype.char, order, lanes, op))
+            per_block, threads, shared = BLOCK // lanes, BLOCK, 0
         targs = self.operand(t, rev, rev)
         rargs = self.operand(r, rev, False) if r is not None else targs
         fixed = (n, m, int(unit), *_parts(self.dtype, alpha), float(beta), *targs, *rargs,
                  self._info_ptr(), order0, int(self.infos is not None and not fresh))
-        per_block = BLOCK // lanes
         step = MAX_BLOCKS * per_block
         for first in range(0, self.members, step):
             count = min(step, self.members - first)
-            nvrtc.launch(kernel, -(-count // per_block), BLOCK, self._stream, self._small_codes,
-                         first, count, *fixed)
+            nvrtc.launch(kernel, -(-count // per_block), threads, self._stream,
+                         self._small_codes, first, count, *fixed, shared=shared)
 
     def zero_pivots(self, a: Mat) -> None:
         """Record, for members not failed yet, the first exactly zero diagonal element of the

@@ -78,7 +78,12 @@ def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
     if found is None:
         return None
     parts, device, _ = found
-    parts.append(("host", numba.get_num_threads()) if device is None else device)
+    if device is None:
+        parts.append(("host", numba.get_num_threads()))
+    else:  # the device, and the engine's settings (which kernels it picks)
+        from ..backends.batched_cuda import BatchedCUDAExecutor
+
+        parts += [device, BatchedCUDAExecutor.settings()]
     return tuple(parts)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape",
-           "batched_grid", "batched_lanes",
+           "MMA_FROM", "MMA_MEMBERS", "MMA_SHARED", "MMA_SOLVES", "SHARED_MAX", "THREADS",
+           "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape", "batched_grid",
+           "batched_lanes", "batched_mma",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
            "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
@@ -121,6 +122,33 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
     return name, f"TRICOV_BATCHED_GRID({name}, {ctype}, {order}, {side}, {op}, 0)"
 
 
+#: Operations (TRSM 0, POTRS 8), by dtype character, that orders from MMA_FROM to 32 run on the
+#: tensor-core solve kernel of ``batched_small.cu`` (``TRICOV_BATCHED_MMA``: a warp per member
+#: in shared memory, products of blocks of 8 on FP64 MMA) where the device has FP64 MMA, rather
+#: than on the register kernels. On one H100 (batch 10240, C order, as many right-hand sides as
+#: the order, device time, ``.scratch`` A/B of the library's calls, 2026-11-27), µs on the
+#: register kernels against this one: float64 TRSM 32 103.0 -> 92.7, POTRS 32 136.8 -> 110.1
+#: (64 right-hand sides: 167.0 -> 151.4 and 238.1 -> 188.4); at order 24 level (75.3 -> 75.2,
+#: 94.5 -> 97.8), at 17 slower (59.3 -> 68.2, 70.8 -> 90.0: the kernel's work is that of order
+#: 32 whatever n). Float32 ran 2x slower on it than on its register kernels (TRSM 32 59.9 ->
+#: 129.5), so it keeps them.
+MMA_SOLVES: dict[str, tuple[int, ...]] = {"d": (0, 8)}
+MMA_FROM = 25
+#: Members (warps) per block of the tensor-core solve kernel, and the bytes of shared memory
+#: each takes (the triangle and a tile of 32 columns as doubles, leading dimension 37, and the
+#: 32 reciprocals of the diagonal). One or two members per block ran within 2% of each other;
+#: four ran 10-15% slower (fewer blocks resident).
+MMA_MEMBERS = 2
+MMA_SHARED = (2 * 32 * 37 + 32) * 8
+
+
+def batched_mma(ctype: str, op: int) -> tuple[str, str]:
+    """Name and defining line of the tensor-core solve kernel of operation code ``op`` (see
+    :data:`MMA_SOLVES`) of ``batched_small.cu`` for a real scalar type (``TRICOV_BATCHED_MMA``)."""
+    name = f"tricov_batched_mma_{_TAGS[ctype]}32_{op}"
+    return name, f"TRICOV_BATCHED_MMA({name}, {ctype}, {op})"
+
+
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
 #: outputs of up to 32 rows, else 64, or 128 for float64 TRMM on the tensor cores
 #: (:func:`tile_order`).
@@ -209,8 +237,8 @@ def definitions(source: str) -> dict[str, list[str]]:
     Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
     at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
     run short), every kernel of several lines per lane at orders 8 and 16
-    (:data:`BATCHED_LANES`), and the grid kernels at the largest order.
-    For ``batched_tile.cu``: every tile kernel.
+    (:data:`BATCHED_LANES`), the grid kernels at the largest order and, for real types, the
+    tensor-core solves (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
         return {t: [batched_tile(t, mode, mma, order)[1] for mode, mma, order in tile_kernels(t)]
@@ -226,6 +254,7 @@ def definitions(source: str) -> dict[str, list[str]]:
         out[t] = [batched_small(t, order, batched_lanes(_CHARS[t], order, op), op)[1]
                   for order, op in dict.fromkeys(kernels)]
         out[t] += [batched_grid(t, widest, 4, op)[1] for op in GRID_OPS]  # used or not
+        out[t] += [batched_mma(t, op)[1] for op in MMA_SOLVES.get(_CHARS[t], ())]
     return out
 
 

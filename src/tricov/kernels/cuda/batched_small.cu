@@ -855,6 +855,200 @@ grid(long long first, long long count, int n, int unit, const long long* tp, lon
                                            info, order0, skip);                                \
     }
 
+// --------------------------------------------------------------------- tensor-core solves
+// TRSM and POTRS of padded order 32 (n = 17 ... 32) on real types, where the device has FP64
+// MMA: one warp per member, in shared memory rather than registers. The triangle and a tile
+// of 32 columns of B are staged as doubles (column-major, leading dimension MMA_LD: odd, so
+// that a lane per line, row or column, hits distinct banks), zero outside the operand and with
+// ones on the diagonal past n (and on the whole of it for a unit triangle), so that the padded
+// rows solve to zero. A solve runs by blocks of 8 rows: the products with the blocks already
+// solved are mma.m8n8k4 in double (a float32 member is widened, and rounded once at the end),
+// in the same order as substitution; the diagonal block of 8 is substitution proper, one lane
+// per column of the tile, the triangle's elements read as shared-memory broadcasts. Loads of
+// the triangle and the first tile are all issued before any is parked in shared memory, so
+// that a warp has its whole member in flight. (The shuffle kernels broadcast one element per
+// FMA per lane; here a product of 8 x 8 x 4 takes two shared-memory loads.)
+constexpr int MMA_LD = 37;
+constexpr int MMA_DOUBLES = 2 * 32 * MMA_LD + 32;  // per member: triangle, tile, 1 / diagonal
+
+__device__ __forceinline__ void mma884(double& d0, double& d1, double a, double b) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
+                 "{%0, %1};" : "+d"(d0), "+d"(d1) : "d"(a), "d"(b));
+}
+
+// Lane `lane`'s line of the canonical 32 x 32 block at column c0 of v: a row where rows are
+// consecutive in memory (coalesced), else a column; element u, canonical (row(u), col(u)),
+// sits at p[u * step]. (One code path for both: templated on the walk, the kernel took more
+// registers and ran 10% slower.)
+template <typename T>
+struct Walk {
+    T* p;
+    long long step;
+    int lane;
+    bool rows;
+    __device__ __forceinline__ Walk(const View<T>& v, int lane_, int c0) : lane(lane_) {
+        long long at0, di, dj;
+        v.affine(at0, di, dj);
+        rows = di == 1 || di == -1;
+        p = v.p + at0 + (rows ? lane * di + c0 * dj : (c0 + lane) * dj);
+        step = rows ? dj : di;
+    }
+    __device__ __forceinline__ int row(int u) const { return rows ? lane : u; }
+    __device__ __forceinline__ int col(int u) const { return rows ? u : lane; }
+};
+
+// x[u] <- element u of the lane's line (Walk) where inside (rows < n, columns < cols; TRI: the
+// lower triangle, strict if unit), else 0.
+template <bool TRI, typename T>
+__device__ __forceinline__ void mma_load(double (&x)[32], const Walk<T>& w, int n, int cols,
+                                         bool unit) {
+#pragma unroll
+    for (int u = 0; u < 32; ++u) {
+        const int i = w.row(u), j = w.col(u);
+        const bool in = i < n && j < cols && (!TRI || (unit ? i > j : i >= j));
+        x[u] = in ? double(w.p[u * w.step]) : 0.0;  // real T: no conjugation
+    }
+}
+
+// Park x (from mma_load) in s: times alpha, and TRI: ones on the diagonal where it is unit or
+// past n.
+template <bool TRI, typename T>
+__device__ __forceinline__ void mma_park(double* s, const double (&x)[32], const Walk<T>& w,
+                                         int n, bool unit, double alpha) {
+#pragma unroll
+    for (int u = 0; u < 32; ++u) {
+        const int i = w.row(u), j = w.col(u);
+        s[j * MMA_LD + i] = TRI && i == j && (unit || i >= n) ? 1.0 : TRI ? x[u] : alpha * x[u];
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void mma_store(const double* s, const Walk<T>& w, int n, int cols) {
+#pragma unroll
+    for (int u = 0; u < 32; ++u) {
+        const int i = w.row(u), j = w.col(u);
+        if (i < n && j < cols) w.p[u * w.step] = T(s[j * MMA_LD + i]);
+    }
+}
+
+// X <- op(L)^-1 X in shared memory (op: L, or L^T if TRANS), L lower (column-major in ls), X
+// a tile of 32 columns (xs), dv[i] = 1 / L_ii. Blocks of 8 rows, first to last (last to
+// first if TRANS); lane (g, q) = (lane / 4, lane % 4) holds the mma fragments of block row i:
+// A = -op(L)[8i + g][k], B = X[k][8t + g], C = X[8i + g][8t + 2q ... 8t + 2q + 1].
+template <bool TRANS>
+__device__ __forceinline__ void mma_solve_tile(const double* ls, double* xs, const double* dv,
+                                               int lane) {
+    const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int step = 0; step < 4; ++step) {
+        const int i = TRANS ? 3 - step : step;
+        if (step > 0) {
+            double c[4][2];
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                c[t][0] = xs[(8 * t + 2 * q) * MMA_LD + 8 * i + g];
+                c[t][1] = xs[(8 * t + 2 * q + 1) * MMA_LD + 8 * i + g];
+            }
+#pragma unroll
+            for (int s = 0; s < step; ++s) {
+                const int j = TRANS ? 3 - s : s;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int kk = 8 * j + 4 * h + q;
+                    const double a = TRANS ? -ls[(8 * i + g) * MMA_LD + kk]
+                                           : -ls[kk * MMA_LD + 8 * i + g];
+#pragma unroll
+                    for (int t = 0; t < 4; ++t)
+                        mma884(c[t][0], c[t][1], a, xs[(8 * t + g) * MMA_LD + kk]);
+                }
+            }
+            __syncwarp();
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                xs[(8 * t + 2 * q) * MMA_LD + 8 * i + g] = c[t][0];
+                xs[(8 * t + 2 * q + 1) * MMA_LD + 8 * i + g] = c[t][1];
+            }
+            __syncwarp();
+        }
+        double x[8];  // column `lane` of block row i
+        double* col = xs + lane * MMA_LD + 8 * i;
+        const double* d = ls + 8 * i * (MMA_LD + 1);  // the diagonal block
+#pragma unroll
+        for (int r = 0; r < 8; ++r) x[r] = col[r];
+#pragma unroll
+        for (int rr = 0; rr < 8; ++rr) {
+            const int r = TRANS ? 7 - rr : rr;
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+                if (TRANS ? s > r : s < r)  // op(L)[r][s]: L[s][r] if TRANS
+                    x[r] -= (TRANS ? d[r * MMA_LD + s] : d[s * MMA_LD + r]) * x[s];
+            }
+            x[r] *= dv[8 * i + r];
+        }
+#pragma unroll
+        for (int r = 0; r < 8; ++r) col[r] = x[r];
+        __syncwarp();
+    }
+}
+
+// TRSM (X <- alpha L^-1 B) or POTRS (X <- (L L^T)^-1 B), one member per warp, with the
+// register kernels' parameters (beta, order0 unused) so that one launcher serves both.
+template <typename T, int OP>
+__device__ __forceinline__ void
+mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
+          const long long* tp, long long tb, long long ts, long long to, long long tld, int tf,
+          const long long* rp, long long rb, long long rs, long long ro, long long rld, int rf,
+          const long long* info, int skip)
+{
+    extern __shared__ double mma_shared[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long g = (long long)blockIdx.x * (blockDim.x >> 5) + warp;
+    const long long k = first + g;
+    if (g >= count || (skip && info[k] != 0)) return;  // a warp per member: no one waits
+    double* ls = mma_shared + warp * MMA_DOUBLES;
+    double* xs = ls + 32 * MMA_LD;
+    double* dv = xs + 32 * MMA_LD;
+    const View<T> t = member<T>(Operand{tp, tb, ts, to, tld, tf}, true, k, n, n);
+    const View<T> r = member<T>(Operand{rp, rb, rs, ro, rld, rf}, true, k, n, m);
+    const bool u = OP == TRSM && unit;
+    const double scale = OP == TRSM ? double(alpha) : 1.0;
+    {
+        const Walk<T> wt(t, lane, 0), wr(r, lane, 0);
+        double a[32], b[32];
+        mma_load<true>(a, wt, n, n, u);
+        mma_load<false>(b, wr, n, min(m, 32), false);
+        mma_park<true>(ls, a, wt, n, u, 1.0);
+        mma_park<false>(xs, b, wr, n, false, scale);
+    }
+    __syncwarp();
+    dv[lane] = 1.0 / ls[lane * (MMA_LD + 1)];
+    for (int c0 = 0; c0 < m; c0 += 32) {
+        const int cols = min(m - c0, 32);
+        const Walk<T> wr(r, lane, c0);
+        if (c0 > 0) {
+            double b[32];
+            mma_load<false>(b, wr, n, cols, false);
+            __syncwarp();  // the last tile's stores have read xs
+            mma_park<false>(xs, b, wr, n, false, scale);
+        }
+        __syncwarp();
+        mma_solve_tile<false>(ls, xs, dv, lane);
+        if (OP == POTRS) mma_solve_tile<true>(ls, xs, dv, lane);
+        mma_store(xs, wr, n, cols);
+    }
+}
+
+#define TRICOV_BATCHED_MMA(NAME, T, OP)                                                        \
+    extern "C" __global__ void __launch_bounds__(64)                                           \
+    NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
+         tricov::real_t<T>, const long long* tp, long long tb, long long ts, long long to,     \
+         long long tld, int tf, const long long* rp, long long rb, long long rs, long long ro, \
+         long long rld, int rf, long long* info, int, int skip)                                \
+    {                                                                                          \
+        tricov::batched::mma_solve<T, OP>(first, count, n, m, unit, alpha, tp, tb, ts, to,     \
+                                          tld, tf, rp, rb, rs, ro, rld, rf, info, skip);       \
+    }
+
 // A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP,
 // BLOCKS) for the one it launches, so that CuPy can cache the binary on disk (it caches modules
 // compiled without C++ name expressions only). Members [first, first + count) of the batch,
