@@ -64,7 +64,13 @@ def test_device_keys(device: list[tuple]) -> None:
     a, b = _DeviceArray(0x1000), _DeviceArray(0x9000, (4, 8, 2))
     opts = ("L", "L", "N", "N", 1.0)
     call = _replay.key("trsm", (a, b), opts)
-    assert call is not None and call[-1] == 0 and call == _replay.key("trsm", (a, b), opts)
+    assert call is not None and call[-2] == 0 and call == _replay.key("trsm", (a, b), opts)
+    from tricov.backends.batched_cuda import BatchedCUDAExecutor
+
+    assert call[-1] == BatchedCUDAExecutor.settings()  # which kernels the engine picks
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(BatchedCUDAExecutor, "mma", not BatchedCUDAExecutor.mma)
+        assert call != _replay.key("trsm", (a, b), opts)
     assert call != _replay.key("trsm", (a, _DeviceArray(0x9000, (4, 8, 3))), opts)
     assert call != _replay.key("trmm", (a, b), opts)
     assert _replay.key("trsm", (a, np.ones((4, 8, 2))), opts) is None

@@ -1038,8 +1038,11 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
     }
 }
 
+// Two members per block (kernels.MMA_MEMBERS); five blocks fit a multiprocessor's shared memory,
+// and asking ptxas for them keeps TRSM from spilling (left alone it takes as many registers but
+// spills 4 bytes).
 #define TRICOV_BATCHED_MMA(NAME, T, OP)                                                        \
-    extern "C" __global__ void __launch_bounds__(64)                                           \
+    extern "C" __global__ void __launch_bounds__(64, 5)                                        \
     NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
          tricov::real_t<T>, const long long* tp, long long tb, long long ts, long long to,     \
          long long tld, int tf, const long long* rp, long long rb, long long rs, long long ro, \
