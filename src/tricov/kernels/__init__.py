@@ -126,12 +126,12 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
 #: tensor-core solve kernel of ``batched_small.cu`` (``TRICOV_BATCHED_MMA``: a warp per member
 #: in shared memory, products of blocks of 8 on FP64 MMA) where the device has FP64 MMA, rather
 #: than on the register kernels. On one H100 (batch 10240, C order, as many right-hand sides as
-#: the order, device time, ``.scratch`` A/B of the library's calls, 2026-11-27), µs on the
-#: register kernels against this one: float64 TRSM 32 103.0 -> 92.7, POTRS 32 136.8 -> 110.1
-#: (64 right-hand sides: 167.0 -> 151.4 and 238.1 -> 188.4); at order 24 level (75.3 -> 75.2,
-#: 94.5 -> 97.8), at 17 slower (59.3 -> 68.2, 70.8 -> 90.0: the kernel's work is that of order
-#: 32 whatever n). Float32 ran 2x slower on it than on its register kernels (TRSM 32 59.9 ->
-#: 129.5), so it keeps them.
+#: the order, device time, ``benchmarks/gpu_batched_mma.py``, 2026-11-27), µs on the register
+#: kernels against this one: float64 TRSM 32 102.9 -> 94.3, POTRS 32 138.5 -> 111.0 (64
+#: right-hand sides: 169.2 -> 153.4 and 240.4 -> 189.3), at 25 82.2 -> 77.1 and 103.5 -> 99.4;
+#: at 24 level (75.1 -> 75.4, 94.4 -> 95.0), at 17 slower in an earlier run (59.3 -> 68.2, 70.8
+#: -> 90.0: the kernel's work is that of order 32 whatever n). Float32 ran 2x slower on it than
+#: on its register kernels (TRSM 32 59.9 -> 129.5, ``--force``), so it keeps them.
 MMA_SOLVES: dict[str, tuple[int, ...]] = {"d": (0, 8)}
 MMA_FROM = 25
 #: Members (warps) per block of the tensor-core solve kernel, and the bytes of shared memory
