@@ -1,13 +1,15 @@
-"""Batched TRSM and POTRS of orders 17-32 on the tensor-core solve kernel against the register
-kernels: ``tricov.batched.trsm`` / ``potrs`` with ``BatchedCUDAExecutor.mma`` on (the default:
-float64 orders from ``tricov.kernels.MMA_FROM`` on the tensor-core kernel) and off (the register
-kernels), batch 10240, C and F order inside each member, device time of 20 queued calls (best of
-5), and the largest relative difference of the two results.
+"""Batched TRSM, POTRS, POTRF and POSV of orders 17-32 on the tensor-core kernel against the
+register kernels: ``tricov.batched`` calls with ``BatchedCUDAExecutor.mma`` on (the default:
+float64 orders from ``tricov.kernels.MMA_FROM`` on the tensor-core kernel) and off (the
+register kernels), batch 10240, C and F order inside each member, device time of 20 queued
+calls (best of 5; POTRF and POSV restore their operands before each call and subtract the
+copies' time), and the largest relative difference of the two results.
 
     PYTHONPATH=src python3 benchmarks/gpu_batched_mma.py [--force]
 
 ``--force`` runs float32 and orders below ``MMA_FROM`` on the tensor-core kernel too (the
-measurements behind ``tricov.kernels.MMA_SOLVES``). GB/s counts the triangle once and B twice.
+measurements behind ``tricov.kernels.MMA_SOLVES``). GB/s counts what each operation must read
+and write (a triangle once or twice, B twice), as ``tricov.batched.bench`` does.
 """
 import sys
 
@@ -40,6 +42,34 @@ def events(fn, reps=20, rounds=5):
     return best * 1e3
 
 
+def case(op, lc, a, b0):
+    """(call, result array, restoring copy or None) of ``op`` on fresh working copies."""
+    f = getattr(tc.batched, op)
+    if op in ("trsm", "potrs"):
+        b = b0.copy()
+        return (lambda: f(lc, b)), b, None
+    w = a.copy()
+    if op == "potrf":
+        return (lambda: f(w, check=False)), w, lambda: cp.copyto(w, a)
+    b = b0.copy()
+    return ((lambda: f(w, b, check=False)), b,
+            lambda: (cp.copyto(w, a), cp.copyto(b, b0)))
+
+
+def device_us(op, lc, a, b0):
+    """Device µs of one call, and its result: the factorizations restored before each call,
+    the restoring copies' own time subtracted."""
+    call, out, restore = case(op, lc, a, b0)
+    if restore is None:
+        us = events(call)
+    else:
+        us = events(lambda: (restore(), call())) - events(restore)
+    call, out, restore = case(op, lc, a, b0)
+    call()
+    return us, out
+
+
+OPS = ("trsm", "potrs", "potrf", "posv")
 rng = cp.random.default_rng(1)
 print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, batch {BATCH}, µs")
 print(f"{'case':28} {'regs us':>9} {'mma us':>9} {'x':>6} {'GB/s mma':>9} {'reldiff':>8}")
@@ -52,21 +82,19 @@ for dt in (np.float64, np.float32) if "--force" in sys.argv else (np.float64,):
             lc = cp.linalg.cholesky(a.astype(np.float64)).astype(dt)
             b0 = rng.standard_normal((BATCH, n, nrhs)).astype(dt)
             if order == "F":
-                lc = cp.ascontiguousarray(lc.transpose(0, 2, 1)).transpose(0, 2, 1)
-                b0 = cp.ascontiguousarray(b0.transpose(0, 2, 1)).transpose(0, 2, 1)
-            for op in ("trsm", "potrs"):
-                f = getattr(tc.batched, op)
+                a, lc, b0 = (cp.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+                             for x in (a, lc, b0))
+            for op in OPS if nrhs == n else OPS[:2]:
                 res, times = {}, {}
                 for mma in (False, True):
                     BatchedCUDAExecutor.mma = mma
-                    b = b0.copy()
-                    f(lc, b)
-                    res[mma] = b
-                    bt = b0.copy()
-                    times[mma] = events(lambda f=f, lc=lc, bt=bt: f(lc, bt))
+                    times[mma], res[mma] = device_us(op, lc, a, b0)
                 BatchedCUDAExecutor.mma = True
                 diff = float(cp.abs(res[True] - res[False]).max() / cp.abs(res[False]).max())
-                nb = BATCH * (n * (n + 1) // 2 + 2 * n * nrhs) * np.dtype(dt).itemsize
+                tri, rect = n * (n + 1) // 2, n * nrhs
+                per = {"trsm": tri + 2 * rect, "potrs": tri + 2 * rect, "potrf": 2 * tri,
+                       "posv": 2 * tri + 2 * rect}[op]
+                nb = BATCH * per * np.dtype(dt).itemsize
                 print(f"{op} {n}x{nrhs} {order} {np.dtype(dt).name:8} {times[False]:9.1f} "
                       f"{times[True]:9.1f} {times[False] / times[True]:6.2f} "
-                      f"{nb / times[True] / 1e3:9.0f} {diff:8.1e}")
+                      f"{nb / times[True] / 1e3:9.0f} {diff:8.1e}", flush=True)

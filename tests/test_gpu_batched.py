@@ -233,12 +233,13 @@ def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtyp
 # ---------------------------------------------------------------------------------- syrk
 @pytest.mark.parametrize("mma", [True, False], ids=["mma", "registers"])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
-def test_solves_of_order_25_to_32(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype,
-                                  mma: bool) -> None:
-    """TRSM in all 16 variants and POTRS in both triangles at orders 25 and 32, with 1, 33 and
-    64 right-hand sides (one, two and two whole tiles of 32 columns), in every layout: on the
-    tensor-core solve kernel (float64 where the device has FP64 MMA) and on the register
-    kernels (``BatchedCUDAExecutor.mma`` off, as on GPUs without it)."""
+def test_orders_25_to_32_on_tensor_cores(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype,
+                                        mma: bool) -> None:
+    """TRSM in all 16 variants, POTRS, POSV and POTRF in both triangles at orders 25 and 32,
+    with 1, 33 and 64 right-hand sides (one, two and two whole tiles of 32 columns), in every
+    layout: TRSM and POTRS (also POSV's) on the tensor-core kernel (float64 where the device
+    has FP64 MMA), and everything on the register kernels (``BatchedCUDAExecutor.mma`` off, as
+    on GPUs without it)."""
     import tricov.backends.batched_cuda as bc
 
     monkeypatch.setattr(bc.BatchedCUDAExecutor, "mma", mma)
@@ -278,6 +279,28 @@ def test_solves_of_order_25_to_32(cp, monkeypatch: pytest.MonkeyPatch, dtype: np
         for idx in members(BATCH):
             assert_small(solve_error(full[idx], db.host.view[idx], b[idx]), dtype, n,
                          f"potrs {uplo} n={n} member {idx}")
+        poisoned = spd.copy()
+        for idx in members(BATCH):
+            poison_triangle(poisoned[idx], uplo)
+        da, db = place(cp, poisoned, LAYOUTS[i + 1]), place(cp, b, LAYOUTS[i + 2])
+        tc.batched.posv(da.view, db.view, uplo=uplo)
+        a_before, b_before = da.host.snapshot(), db.host.snapshot()
+        da.fetch(cp)
+        db.fetch(cp)
+        da.host.assert_outside_unchanged(a_before)
+        db.host.assert_outside_unchanged(b_before)
+        assert (other_triangle(da.host.view, uplo) == other_triangle(poisoned, uplo)).all()
+        for idx in members(BATCH):
+            assert_small(potrf_error(spd[idx], da.host.view[idx], uplo), dtype, n,
+                         f"posv factor {uplo} n={n} member {idx}")
+            assert_small(solve_error(full[idx], db.host.view[idx], b[idx]), dtype, n,
+                         f"posv {uplo} n={n} member {idx}")
+        da = place(cp, poisoned, LAYOUTS[i + 4])
+        tc.batched.potrf(da.view, uplo=uplo)
+        da.fetch(cp)
+        for idx in members(BATCH):
+            assert_small(potrf_error(spd[idx], da.host.view[idx], uplo), dtype, n,
+                         f"potrf {uplo} n={n} member {idx}")
     on_cores = mma and dtype == np.float64 and bc._tile_mma(dtype)
     assert bool(launched) == on_cores, f"tensor-core solves launched: {len(launched)}"
 
