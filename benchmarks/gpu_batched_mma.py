@@ -1,17 +1,18 @@
-"""Batched TRSM, POTRS, POTRF and POSV of orders 17-32 on the tensor-core kernel against the
+"""Batched TRSM, POTRS, POTRI, POTRF and POSV of orders 17-32 on the tensor-core kernel against the
 register kernels: ``tricov.batched`` calls with ``BatchedCUDAExecutor.mma`` on (the default:
-float64 orders from ``tricov.kernels.MMA_FROM`` on the tensor-core kernel) and off (the
+the orders of ``tricov.kernels.MMA_SOLVES`` on the tensor-core kernel) and off (the
 register kernels), batch 10240, C and F order inside each member, device time of 20 queued
-calls (best of 5; POTRF and POSV restore their operands before each call and subtract the
+calls (best of 5; POTRI, POTRF and POSV restore their operands before each call and subtract the
 copies' time), and the largest relative difference of the two results.
 
-    PYTHONPATH=src python3 benchmarks/gpu_batched_mma.py [--force]
+    PYTHONPATH=src python3 benchmarks/gpu_batched_mma.py [--force] [--ops OP ...] [--orders N ...]
 
-``--force`` runs float32 and orders below ``MMA_FROM`` on the tensor-core kernel too (the
+``--ops`` and ``--orders`` (as many right-hand sides as the order) narrow the cases.
+``--force`` runs float32 and every order on the tensor-core kernel (the
 measurements behind ``tricov.kernels.MMA_SOLVES``). GB/s counts what each operation must read
 and write (a triangle once or twice, B twice), as ``tricov.batched.bench`` does.
 """
-import sys
+import argparse
 
 import cupy as cp
 import numpy as np
@@ -20,9 +21,14 @@ import tricov as tc
 import tricov.backends.batched_cuda as bc
 from tricov.backends.batched_cuda import BatchedCUDAExecutor
 
-if "--force" in sys.argv:
-    bc.MMA_FROM = 0
-    bc.MMA_SOLVES = {"d": (0, 8), "f": (0, 8)}
+OPS = ("trsm", "potrs", "potri", "potrf", "posv")
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("--force", action="store_true")
+ap.add_argument("--ops", nargs="+", choices=OPS, default=OPS)
+ap.add_argument("--orders", nargs="+", type=int)
+args = ap.parse_args()
+if args.force:
+    bc.MMA_SOLVES = {ch: {0: 0, 8: 0, 6: 0} for ch in "df"}
 
 BATCH = 10240
 
@@ -51,6 +57,9 @@ def case(op, lc, a, b0):
     w = a.copy()
     if op == "potrf":
         return (lambda: f(w, check=False)), w, lambda: cp.copyto(w, a)
+    if op == "potri":
+        w = lc.copy()
+        return (lambda: f(w, check=False)), w, lambda: cp.copyto(w, lc)
     b = b0.copy()
     return ((lambda: f(w, b, check=False)), b,
             lambda: (cp.copyto(w, a), cp.copyto(b, b0)))
@@ -69,13 +78,13 @@ def device_us(op, lc, a, b0):
     return us, out
 
 
-OPS = ("trsm", "potrs", "potrf", "posv")
 rng = cp.random.default_rng(1)
 print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, batch {BATCH}, µs")
 print(f"{'case':28} {'regs us':>9} {'mma us':>9} {'x':>6} {'GB/s mma':>9} {'reldiff':>8}")
-for dt in (np.float64, np.float32) if "--force" in sys.argv else (np.float64,):
-    for n, nrhs in ((32, 32), (28, 28), (25, 25), (24, 24), (17, 17), (32, 8), (32, 64),
-                    (32, 100)):
+shapes = ([(n, n) for n in args.orders] if args.orders else
+          [(32, 32), (28, 28), (25, 25), (24, 24), (17, 17), (32, 8), (32, 64), (32, 100)])
+for dt in (np.float64, np.float32) if args.force else (np.float64,):
+    for n, nrhs in shapes:
         for order in ("C", "F"):
             g = rng.standard_normal((BATCH, n, n)).astype(dt)
             a = g @ g.transpose(0, 2, 1) / n + cp.eye(n, dtype=dt)
@@ -84,7 +93,7 @@ for dt in (np.float64, np.float32) if "--force" in sys.argv else (np.float64,):
             if order == "F":
                 a, lc, b0 = (cp.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
                              for x in (a, lc, b0))
-            for op in OPS if nrhs == n else OPS[:2]:
+            for op in [op for op in args.ops if nrhs == n or op in ("trsm", "potrs")]:
                 res, times = {}, {}
                 for mma in (False, True):
                     BatchedCUDAExecutor.mma = mma
@@ -93,7 +102,7 @@ for dt in (np.float64, np.float32) if "--force" in sys.argv else (np.float64,):
                 diff = float(cp.abs(res[True] - res[False]).max() / cp.abs(res[False]).max())
                 tri, rect = n * (n + 1) // 2, n * nrhs
                 per = {"trsm": tri + 2 * rect, "potrs": tri + 2 * rect, "potrf": 2 * tri,
-                       "posv": 2 * tri + 2 * rect}[op]
+                       "potri": 2 * tri, "posv": 2 * tri + 2 * rect}[op]
                 nb = BATCH * per * np.dtype(dt).itemsize
                 print(f"{op} {n}x{nrhs} {order} {np.dtype(dt).name:8} {times[False]:9.1f} "
                       f"{times[True]:9.1f} {times[False] / times[True]:6.2f} "

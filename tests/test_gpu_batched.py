@@ -235,11 +235,11 @@ def test_tile_kernels_by_fma(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtyp
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
 def test_orders_25_to_32_on_tensor_cores(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype,
                                         mma: bool) -> None:
-    """TRSM in all 16 variants, POTRS, POSV and POTRF in both triangles at orders 25 and 32,
-    with 1, 33 and 64 right-hand sides (one, two and two whole tiles of 32 columns), in every
-    layout: TRSM and POTRS (also POSV's) on the tensor-core kernel (float64 where the device
-    has FP64 MMA), and everything on the register kernels (``BatchedCUDAExecutor.mma`` off, as
-    on GPUs without it)."""
+    """TRSM in all 16 variants, POTRS, POSV, POTRF and POTRI in both triangles at orders 25 and
+    32, with 1, 33 and 64 right-hand sides (one, two and two whole tiles of 32 columns), in
+    every layout: TRSM, POTRS (also POSV's) and POTRI on the tensor-core kernel (float64 where
+    the device has FP64 MMA), and everything on the register kernels
+    (``BatchedCUDAExecutor.mma`` off, as on GPUs without it)."""
     import tricov.backends.batched_cuda as bc
 
     monkeypatch.setattr(bc.BatchedCUDAExecutor, "mma", mma)
@@ -301,6 +301,18 @@ def test_orders_25_to_32_on_tensor_cores(cp, monkeypatch: pytest.MonkeyPatch, dt
         for idx in members(BATCH):
             assert_small(potrf_error(spd[idx], da.host.view[idx], uplo), dtype, n,
                          f"potrf {uplo} n={n} member {idx}")
+        factor = _factor_stack(spd, uplo)
+        for idx in members(BATCH):
+            poison_triangle(factor[idx], uplo)
+        da = place(cp, factor, LAYOUTS[i + 3])
+        tc.batched.potri(da.view, uplo=uplo)
+        a_before = da.host.snapshot()
+        da.fetch(cp)
+        da.host.assert_outside_unchanged(a_before)
+        assert (other_triangle(da.host.view, uplo) == other_triangle(factor, uplo)).all()
+        for idx in members(BATCH):
+            assert_small(inverse_error(full[idx], da.host.view[idx], uplo), dtype, n,
+                         f"potri {uplo} n={n} member {idx}")
     on_cores = mma and dtype == np.float64 and bc._tile_mma(dtype)
     assert bool(launched) == on_cores, f"tensor-core solves launched: {len(launched)}"
 

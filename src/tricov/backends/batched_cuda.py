@@ -38,7 +38,6 @@ from .._views import Mat
 from ..batched._operands import SLOT_BITS, Group
 from ..kernels import (
     BATCHED_GRID,
-    MMA_FROM,
     MMA_MEMBERS,
     MMA_SHARED,
     MMA_SOLVES,
@@ -262,8 +261,8 @@ class BatchedCUDAExecutor(Executor):
 
     backend = "batched_gpu"
     #: Tile kernels multiply on the tensor cores (FP64 MMA of 16 x 8 x 4, sm_90 and later;
-    #: float32 elements widened) rather than by FMAs, and float64 TRSM and POTRS of orders 25
-    #: to 32 run on the tensor-core solve kernel (``kernels.MMA_SOLVES``) rather than on the
+    #: float32 elements widened) rather than by FMAs, and float64 TRSM, POTRS and POTRI of
+    #: orders near 32 run on the tensor-core kernel (``kernels.MMA_SOLVES``) rather than on the
     #: register kernels.
     mma = True
 
@@ -329,7 +328,7 @@ class BatchedCUDAExecutor(Executor):
         before); without, it skips members already failed and records only failures.
         """
         order, lanes = group_shape(n, self.dtype, op)
-        if (n >= MMA_FROM and OPS[op] in MMA_SOLVES.get(self.dtype.char, ())
+        if (n >= MMA_SOLVES.get(self.dtype.char, {}).get(OPS[op], SMALL_MAX + 1)
                 and _tile_mma(self.dtype)):  # a warp per member, in shared memory
             kernel = nvrtc.kernel("batched_small.cu", *batched_mma(self._ctype, OPS[op]))
             per_block, threads, shared = MMA_MEMBERS, 32 * MMA_MEMBERS, MMA_MEMBERS * MMA_SHARED

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "MMA_FROM", "MMA_MEMBERS", "MMA_SHARED", "MMA_SOLVES", "SHARED_MAX", "THREADS",
+           "MMA_MEMBERS", "MMA_SHARED", "MMA_SOLVES", "SHARED_MAX", "THREADS",
            "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape", "batched_grid",
            "batched_lanes", "batched_mma",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
@@ -122,28 +122,31 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
     return name, f"TRICOV_BATCHED_GRID({name}, {ctype}, {order}, {side}, {op}, 0)"
 
 
-#: Operations (TRSM 0, POTRS 8), by dtype character, that orders from MMA_FROM to 32 run on the
-#: tensor-core solve kernel of ``batched_small.cu`` (``TRICOV_BATCHED_MMA``: a warp per member
-#: in shared memory, products of blocks of 8 on FP64 MMA) where the device has FP64 MMA, rather
-#: than on the register kernels. On one H100 (batch 10240, C order, as many right-hand sides as
-#: the order, device time, ``benchmarks/gpu_batched_mma.py``, 2026-11-27), µs on the register
-#: kernels against this one: float64 TRSM 32 102.9 -> 94.3, POTRS 32 138.5 -> 111.0 (64
-#: right-hand sides: 169.2 -> 153.4 and 240.4 -> 189.3), at 25 82.2 -> 77.1 and 103.5 -> 99.4;
-#: at 24 level (75.1 -> 75.4, 94.4 -> 95.0), at 17 slower in an earlier run (59.3 -> 68.2, 70.8
-#: -> 90.0: the kernel's work is that of order 32 whatever n). Float32 ran 2x slower on it than
-#: on its register kernels (TRSM 32 59.9 -> 129.5, ``--force``), so it keeps them.
-MMA_SOLVES: dict[str, tuple[int, ...]] = {"d": (0, 8)}
-MMA_FROM = 25
-#: Members (warps) per block of the tensor-core solve kernel, and the bytes of shared memory
-#: each takes (the triangle and a tile of 32 columns as doubles, leading dimension 37, and the
-#: 32 reciprocals of the diagonal). One or two members per block ran within 2% of each other;
+#: Operations run on the tensor-core kernel of ``batched_small.cu`` (``TRICOV_BATCHED_MMA``: a
+#: warp per member in shared memory, products of blocks of 8 on FP64 MMA) where the device has
+#: FP64 MMA, rather than on the register kernels: by dtype character, operation code (TRSM 0,
+#: POTRI 6, POTRS 8) and the lowest order it takes (up to 32). On one H100 (batch 10240, C order,
+#: as many right-hand sides as the order, device time, ``benchmarks/gpu_batched_mma.py``,
+#: 2026-11-27), µs on the register kernels against this one: float64 TRSM 32 102.9 -> 94.3,
+#: POTRS 32 138.5 -> 111.0 (64 right-hand sides: 169.2 -> 153.4 and 240.4 -> 189.3), at 25 82.2
+#: -> 77.1 and 103.5 -> 99.4, at 24 level (75.1 -> 75.4, 94.4 -> 95.0), at 17 slower in an earlier
+#: run (59.3 -> 68.2, 70.8 -> 90.0: the kernel's work is that of order 32 whatever n); POTRI 32
+#: / 31 / 30 / 29 / 28 86.7 / 87.5 / 81.1 / 75.4 / 66.3 -> 71.5 / 71.3 / 70.1 / 69.9 / 69.9.
+#: Float32 ran 2x slower on it than on its register kernels (TRSM 32 59.9 -> 129.5,
+#: ``--force``), so it keeps them. POTRF (and POSV fused) by panels of 8 columns in shared
+#: memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2; POSV 32 fused 182.8 against
+#: 172-178 for the grid's POTRF then this POTRS), and was not kept.
+MMA_SOLVES: dict[str, dict[int, int]] = {"d": {0: 25, 8: 25, 6: 29}}
+#: Members (warps) per block of the tensor-core kernel, and the bytes of shared memory each
+#: takes (the triangle and a tile of 32 columns, or the inverse, as doubles, leading dimension
+#: 37, and 72 doubles more). One or two members per block ran within 2% of each other;
 #: four ran 10-15% slower (fewer blocks resident).
 MMA_MEMBERS = 2
-MMA_SHARED = (2 * 32 * 37 + 32) * 8
+MMA_SHARED = (2 * 32 * 37 + 8 * 9) * 8  # POTRI's block of 8 x 8 where solves keep 1 / L_ii
 
 
 def batched_mma(ctype: str, op: int) -> tuple[str, str]:
-    """Name and defining line of the tensor-core solve kernel of operation code ``op`` (see
+    """Name and defining line of the tensor-core kernel of operation code ``op`` (see
     :data:`MMA_SOLVES`) of ``batched_small.cu`` for a real scalar type (``TRICOV_BATCHED_MMA``)."""
     name = f"tricov_batched_mma_{_TAGS[ctype]}32_{op}"
     return name, f"TRICOV_BATCHED_MMA({name}, {ctype}, {op})"

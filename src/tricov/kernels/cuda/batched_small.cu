@@ -855,21 +855,26 @@ grid(long long first, long long count, int n, int unit, const long long* tp, lon
                                            info, order0, skip);                                \
     }
 
-// --------------------------------------------------------------------- tensor-core solves
-// TRSM and POTRS of padded order 32 (n = 17 ... 32) on real types, where the device has FP64
-// MMA: one warp per member, in shared memory rather than registers. The triangle and a tile
-// of 32 columns of B are staged as doubles (column-major, leading dimension MMA_LD: odd, so
-// that a lane per line, row or column, hits distinct banks), zero outside the operand and with
-// ones on the diagonal past n (and on the whole of it for a unit triangle), so that the padded
-// rows solve to zero. A solve runs by blocks of 8 rows: the products with the blocks already
-// solved are mma.m8n8k4 in double (a float32 member is widened, and rounded once at the end),
-// in the same order as substitution; the diagonal block of 8 is substitution proper, one lane
-// per column of the tile, the triangle's elements read as shared-memory broadcasts. Loads of
-// the triangle and the first tile are all issued before any is parked in shared memory, so
-// that a warp has its whole member in flight. (The shuffle kernels broadcast one element per
-// FMA per lane; here a product of 8 x 8 x 4 takes two shared-memory loads.)
+// ------------------------------------------------------------------ tensor-core kernels
+// TRSM, POTRS and POTRI of orders up to 32 (from those of kernels.MMA_SOLVES) on real types,
+// where the device has FP64 MMA: one warp per member, in shared memory rather than registers.
+// The triangle (and a tile of 32 columns of B) are staged as doubles (column-major, leading
+// dimension MMA_LD: odd, so that a lane per line, row or column, hits distinct banks), zero
+// outside the operand and with ones on the diagonal past n (and on the whole of it for a unit
+// triangle), so that the padded rows solve to zero and invert to the identity. A solve runs by
+// blocks of 8 rows: the products with the blocks already solved are mma.m8n8k4 in double (a
+// float32 member is widened, and rounded once at the end), in the same order as substitution;
+// the diagonal block of 8 is substitution proper, one lane per column of the tile, the
+// triangle's elements read as shared-memory broadcasts. POTRI is LAPACK's blocked TRTRI and
+// LAUUM on blocks of 8 (mma_potri). Loads of the triangle and the first tile are all issued
+// before any is parked in shared memory, so that a warp has its whole member in flight. (The
+// shuffle kernels broadcast one element per FMA per lane; here a product of 8 x 8 x 4 takes two
+// shared-memory loads.)
 constexpr int MMA_LD = 37;
-constexpr int MMA_DOUBLES = 2 * 32 * MMA_LD + 32;  // per member: triangle, tile, 1 / diagonal
+constexpr int MMA_TLD = 9;  // leading dimension of POTRI's block of 8 x 8 in its last part
+// per member: the triangle, a tile (POTRI: the inverse), and the reciprocals of the diagonal
+// (POTRI: a block of 8 x 8)
+constexpr int MMA_DOUBLES = 2 * 32 * MMA_LD + 8 * MMA_TLD;
 
 __device__ __forceinline__ void mma884(double& d0, double& d1, double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
@@ -922,12 +927,13 @@ __device__ __forceinline__ void mma_park(double* s, const double (&x)[32], const
     }
 }
 
-template <typename T>
+// Store s where inside (rows < n, columns < cols; TRI: the lower triangle).
+template <bool TRI, typename T>
 __device__ __forceinline__ void mma_store(const double* s, const Walk<T>& w, int n, int cols) {
 #pragma unroll
     for (int u = 0; u < 32; ++u) {
         const int i = w.row(u), j = w.col(u);
-        if (i < n && j < cols) w.p[u * w.step] = T(s[j * MMA_LD + i]);
+        if (i < n && j < cols && (!TRI || i >= j)) w.p[u * w.step] = T(s[j * MMA_LD + i]);
     }
 }
 
@@ -991,14 +997,82 @@ __device__ __forceinline__ void mma_solve_tile(const double* ls, double* xs, con
     }
 }
 
-// TRSM (X <- alpha L^-1 B) or POTRS (X <- (L L^T)^-1 B), one member per warp, with the
-// register kernels' parameters (beta, order0 unused) so that one launcher serves both.
+// X <- L^-1 (xs, lower; L in ls, diagonal blocks of 8 nonzero), then ls <- X^T X (its lower
+// triangle), as the blocked TRTRI and LAUUM of LAPACK. The four diagonal blocks of X first, a
+// lane per column (substitution with the reciprocals of L's diagonal; zeros above the block's
+// diagonal); then the blocks below them, by distance from the diagonal: X_ij = -X_ii T, T =
+// sum over j <= k < i of L_ik X_kj, both products on the tensor cores, T through tb (8 x 8,
+// leading dimension MMA_TLD); then C_ij = sum over k >= i of X_ki^T X_kj, i >= j.
+__device__ __forceinline__ void mma_potri(double* ls, double* xs, double* tb, int lane) {
+    const int g = lane >> 2, q = lane & 3;
+    {
+        const int bi = lane >> 3, cc = lane & 7;
+        const double* d = ls + 8 * bi * (MMA_LD + 1);  // L_ii, (r, s) at d[s MMA_LD + r]
+        double* x = xs + (8 * bi + cc) * MMA_LD + 8 * bi;  // column cc of X_ii
+        double y[8];
+#pragma unroll
+        for (int r = 0; r < 8; ++r) {
+            double acc = r == cc ? 1.0 : 0.0;
+#pragma unroll
+            for (int s2 = 0; s2 < r; ++s2) acc -= d[s2 * MMA_LD + r] * y[s2];
+            y[r] = r < cc ? 0.0 : acc * (1.0 / d[r * MMA_LD + r]);
+        }
+#pragma unroll
+        for (int r = 0; r < 8; ++r) x[r] = y[r];
+    }
+    __syncwarp();
+#pragma unroll
+    for (int dist = 1; dist < 4; ++dist)
+#pragma unroll
+        for (int j = 0; j + dist < 4; ++j) {
+            const int i = j + dist;
+            double c0 = 0.0, c1 = 0.0;
+#pragma unroll
+            for (int k = j; k < i; ++k)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int kk = 8 * k + 4 * h + q;
+                    mma884(c0, c1, ls[kk * MMA_LD + 8 * i + g], xs[(8 * j + g) * MMA_LD + kk]);
+                }
+            tb[2 * q * MMA_TLD + g] = c0;
+            tb[(2 * q + 1) * MMA_TLD + g] = c1;
+            __syncwarp();
+            double e0 = 0.0, e1 = 0.0;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                mma884(e0, e1, -xs[(8 * i + 4 * h + q) * MMA_LD + 8 * i + g],
+                       tb[g * MMA_TLD + 4 * h + q]);
+            xs[(8 * j + 2 * q) * MMA_LD + 8 * i + g] = e0;
+            xs[(8 * j + 2 * q + 1) * MMA_LD + 8 * i + g] = e1;
+            __syncwarp();
+        }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j <= i; ++j) {
+            double c0 = 0.0, c1 = 0.0;
+#pragma unroll
+            for (int k = i; k < 4; ++k)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int kk = 8 * k + 4 * h + q;
+                    mma884(c0, c1, xs[(8 * i + g) * MMA_LD + kk], xs[(8 * j + g) * MMA_LD + kk]);
+                }
+            ls[(8 * j + 2 * q) * MMA_LD + 8 * i + g] = c0;
+            ls[(8 * j + 2 * q + 1) * MMA_LD + 8 * i + g] = c1;
+        }
+    __syncwarp();
+}
+
+// TRSM (X <- alpha L^-1 B), POTRS (X <- (L L^T)^-1 B) or POTRI (L <- the lower triangle of
+// (L L^T)^-1), one member per warp, with the register kernels' parameters (beta unused) so
+// that one launcher serves both; POTRI's failures (an exactly zero pivot) as in `small`.
 template <typename T, int OP>
 __device__ __forceinline__ void
 mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
           const long long* tp, long long tb, long long ts, long long to, long long tld, int tf,
           const long long* rp, long long rb, long long rs, long long ro, long long rld, int rf,
-          const long long* info, int skip)
+          long long* info, int order0, int skip)
 {
     extern __shared__ double mma_shared[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1012,8 +1086,22 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
     const View<T> r = member<T>(Operand{rp, rb, rs, ro, rld, rf}, true, k, n, m);
     const bool u = OP == TRSM && unit;
     const double scale = OP == TRSM ? double(alpha) : 1.0;
+    const Walk<T> wt(t, lane, 0);
+    if (OP == POTRI) {
+        double a[32];
+        mma_load<true>(a, wt, n, n, false);
+        mma_park<true>(ls, a, wt, n, false, 1.0);
+        __syncwarp();
+        const unsigned zero = __ballot_sync(0xffffffffu, ls[lane * (MMA_LD + 1)] == 0.0);
+        const int failed = zero ? __ffs(zero) : 0;  // the first exactly zero pivot, 1-based
+        if (info && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
+        if (failed) return;  // nothing stored
+        mma_potri(ls, xs, dv, lane);
+        mma_store<true>(ls, wt, n, n);
+        return;
+    }
     {
-        const Walk<T> wt(t, lane, 0), wr(r, lane, 0);
+        const Walk<T> wr(r, lane, 0);
         double a[32], b[32];
         mma_load<true>(a, wt, n, n, u);
         mma_load<false>(b, wr, n, min(m, 32), false);
@@ -1034,7 +1122,7 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
         __syncwarp();
         mma_solve_tile<false>(ls, xs, dv, lane);
         if (OP == POTRS) mma_solve_tile<true>(ls, xs, dv, lane);
-        mma_store(xs, wr, n, cols);
+        mma_store<false>(xs, wr, n, cols);
     }
 }
 
@@ -1046,10 +1134,11 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
     NAME(long long first, long long count, int n, int m, int unit, T alpha,                    \
          tricov::real_t<T>, const long long* tp, long long tb, long long ts, long long to,     \
          long long tld, int tf, const long long* rp, long long rb, long long rs, long long ro, \
-         long long rld, int rf, long long* info, int, int skip)                                \
+         long long rld, int rf, long long* info, int order0, int skip)                         \
     {                                                                                          \
         tricov::batched::mma_solve<T, OP>(first, count, n, m, unit, alpha, tp, tb, ts, to,     \
-                                          tld, tf, rp, rb, rs, ro, rld, rf, info, skip);       \
+                                          tld, tf, rp, rb, rs, ro, rld, rf, info, order0,      \
+                                          skip);                                               \
     }
 
 // A kernel with C linkage: kernels/nvrtc.py appends TRICOV_BATCHED_SMALL(name, T, N, G, OP,
