@@ -39,7 +39,6 @@ from ..batched._operands import SLOT_BITS, Group
 from ..kernels import (
     BATCHED_GRID,
     MMA_MEMBERS,
-    MMA_SHARED,
     MMA_SOLVES,
     TILE_ORDERS,
     batched_grid,
@@ -47,6 +46,7 @@ from ..kernels import (
     batched_mma,
     batched_small,
     batched_tile,
+    mma_shared,
     nvrtc,
     tile_kernels,
     tile_order,
@@ -331,7 +331,8 @@ class BatchedCUDAExecutor(Executor):
         if (n >= MMA_SOLVES.get(self.dtype.char, {}).get(OPS[op], SMALL_MAX + 1)
                 and _tile_mma(self.dtype)):  # a warp per member, in shared memory
             kernel = nvrtc.kernel("batched_small.cu", *batched_mma(self._ctype, OPS[op]))
-            per_block, threads, shared = MMA_MEMBERS, 32 * MMA_MEMBERS, MMA_MEMBERS * MMA_SHARED
+            per_block, threads = MMA_MEMBERS, 32 * MMA_MEMBERS
+            shared = MMA_MEMBERS * mma_shared(OPS[op])
         else:
             kernel = nvrtc.kernel("batched_small.cu",
                                   *_small_kernel(self._ctype, self.dtype.char, order, lanes, op))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "MMA_MEMBERS", "MMA_SHARED", "MMA_SOLVES", "SHARED_MAX", "THREADS",
+           "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX", "THREADS",
            "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape", "batched_grid",
-           "batched_lanes", "batched_mma",
+           "batched_lanes", "batched_mma", "mma_shared",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
            "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
            "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
@@ -130,19 +130,24 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
 #: 2026-11-27), µs on the register kernels against this one: float64 TRSM 32 102.9 -> 94.3,
 #: POTRS 32 138.5 -> 111.0 (64 right-hand sides: 169.2 -> 153.4 and 240.4 -> 189.3), at 25 82.2
 #: -> 77.1 and 103.5 -> 99.4, at 24 level (75.1 -> 75.4, 94.4 -> 95.0), at 17 slower in an earlier
-#: run (59.3 -> 68.2, 70.8 -> 90.0: the kernel's work is that of order 32 whatever n); POTRI 32
-#: / 31 / 30 / 29 / 28 86.7 / 87.5 / 81.1 / 75.4 / 66.3 -> 71.5 / 71.3 / 70.1 / 69.9 / 69.9.
-#: Float32 ran 2x slower on it than on its register kernels (TRSM 32 59.9 -> 129.5,
-#: ``--force``), so it keeps them. POTRF (and POSV fused) by panels of 8 columns in shared
-#: memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2; POSV 32 fused 182.8 against
-#: 172-178 for the grid's POTRF then this POTRS), and was not kept.
-MMA_SOLVES: dict[str, dict[int, int]] = {"d": {0: 25, 8: 25, 6: 29}}
-#: Members (warps) per block of the tensor-core kernel, and the bytes of shared memory each
-#: takes (the triangle and a tile of 32 columns, or the inverse, as doubles, leading dimension
-#: 37, and 72 doubles more). One or two members per block ran within 2% of each other;
-#: four ran 10-15% slower (fewer blocks resident).
+#: run (59.3 -> 68.2, 70.8 -> 90.0: the kernel's work is that of order 32 whatever n); POTRI
+#: (in place, ``--force --ops potri``) 32 / 28 / 26 / 24 / 20 85.0 / 65.1 / 59.4 / 49.2 / 39.9 ->
+#: 63.7 / 58.8 / 56.4 / 55.0 / 51.8. Float32 ran 2x slower on it than on its register kernels
+#: (TRSM 32 59.9 -> 129.5, POTRI 32 45.2 -> 77.1), so it keeps them. POTRF (and POSV fused) by
+#: panels of 8 columns in shared memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2;
+#: POSV 32 fused 182.8 against 172-178 for the grid's POTRF then this POTRS), and was not kept.
+MMA_SOLVES: dict[str, dict[int, int]] = {"d": {0: 25, 8: 25, 6: 26}}
+#: Members (warps) per block of the tensor-core kernel. One or two members per block ran within
+#: 2% of each other; four ran 10-15% slower (fewer blocks resident).
 MMA_MEMBERS = 2
-MMA_SHARED = (2 * 32 * 37 + 8 * 9) * 8  # POTRI's block of 8 x 8 where solves keep 1 / L_ii
+
+
+def mma_shared(op: int) -> int:
+    """Bytes of shared memory of one member of the tensor-core kernel of operation code ``op``
+    (``mma_doubles`` in ``batched_small.cu``): the triangle and a tile of 32 columns as doubles
+    (leading dimension 37) and the 32 reciprocals of the diagonal; POTRI (in place) the triangle
+    and three blocks of 8 x 8 (leading dimension 9)."""
+    return (32 * 37 + 3 * 8 * 9 if op == 6 else 2 * 32 * 37 + 32) * 8
 
 
 def batched_mma(ctype: str, op: int) -> tuple[str, str]:

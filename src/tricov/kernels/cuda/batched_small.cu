@@ -871,10 +871,12 @@ grid(long long first, long long count, int n, int unit, const long long* tp, lon
 // shuffle kernels broadcast one element per FMA per lane; here a product of 8 x 8 x 4 takes two
 // shared-memory loads.)
 constexpr int MMA_LD = 37;
-constexpr int MMA_TLD = 9;  // leading dimension of POTRI's block of 8 x 8 in its last part
-// per member: the triangle, a tile (POTRI: the inverse), and the reciprocals of the diagonal
-// (POTRI: a block of 8 x 8)
-constexpr int MMA_DOUBLES = 2 * 32 * MMA_LD + 8 * MMA_TLD;
+constexpr int MMA_TLD = 9;  // leading dimension of POTRI's blocks of 8 x 8 (tb)
+// Doubles of shared memory per member (kernels.mma_shared): the triangle, a tile and the
+// reciprocals of the diagonal; POTRI: the triangle and three blocks of 8 x 8.
+template <int OP> __host__ __device__ constexpr int mma_doubles() {
+    return OP == POTRI ? 32 * MMA_LD + 3 * 8 * MMA_TLD : 2 * 32 * MMA_LD + 32;
+}
 
 __device__ __forceinline__ void mma884(double& d0, double& d1, double a, double b) {
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
@@ -997,71 +999,84 @@ __device__ __forceinline__ void mma_solve_tile(const double* ls, double* xs, con
     }
 }
 
-// X <- L^-1 (xs, lower; L in ls, diagonal blocks of 8 nonzero), then ls <- X^T X (its lower
-// triangle), as the blocked TRTRI and LAUUM of LAPACK. The four diagonal blocks of X first, a
-// lane per column (substitution with the reciprocals of L's diagonal; zeros above the block's
-// diagonal); then the blocks below them, by distance from the diagonal: X_ij = -X_ii T, T =
-// sum over j <= k < i of L_ik X_kj, both products on the tensor cores, T through tb (8 x 8,
-// leading dimension MMA_TLD); then C_ij = sum over k >= i of X_ki^T X_kj, i >= j.
-__device__ __forceinline__ void mma_potri(double* ls, double* xs, double* tb, int lane) {
+// L (lower, in ls; diagonal blocks of 8 nonzero) <- the lower triangle of (L L^T)^-1 = X^T X,
+// X = L^-1, in place, as LAPACK's blocked TRTRI and LAUUM on blocks of 8. First the four
+// diagonal blocks of X, a lane per column (substitution with the reciprocals of L's diagonal;
+// zeros above the block's diagonal); then block columns j from right to left: T_i = sum over
+// j < k <= i of X_ik L_kj for every i > j (into tb, three blocks of 8 x 8, leading dimension
+// MMA_TLD), then X_ij = -T_i X_jj over L_ij; then C_ij = sum over k >= i of X_ki^T X_kj by rows
+// i from the top, C_ii last in its row, each over X_ij once no later block reads it. Every
+// product is on the tensor cores.
+__device__ __forceinline__ void mma_potri(double* ls, double* tb, int lane) {
     const int g = lane >> 2, q = lane & 3;
     {
         const int bi = lane >> 3, cc = lane & 7;
-        const double* d = ls + 8 * bi * (MMA_LD + 1);  // L_ii, (r, s) at d[s MMA_LD + r]
-        double* x = xs + (8 * bi + cc) * MMA_LD + 8 * bi;  // column cc of X_ii
-        double y[8];
+        double* d = ls + 8 * bi * (MMA_LD + 1);  // L_ii, (r, s) at d[s MMA_LD + r]
+        double l[8][8], y[8];
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+#pragma unroll
+            for (int s2 = 0; s2 <= r; ++s2) l[r][s2] = d[s2 * MMA_LD + r];
+        __syncwarp();  // every lane has read its block before any writes over it
 #pragma unroll
         for (int r = 0; r < 8; ++r) {
             double acc = r == cc ? 1.0 : 0.0;
 #pragma unroll
-            for (int s2 = 0; s2 < r; ++s2) acc -= d[s2 * MMA_LD + r] * y[s2];
-            y[r] = r < cc ? 0.0 : acc * (1.0 / d[r * MMA_LD + r]);
+            for (int s2 = 0; s2 < r; ++s2) acc -= l[r][s2] * y[s2];
+            y[r] = r < cc ? 0.0 : acc * (1.0 / l[r][r]);
         }
 #pragma unroll
-        for (int r = 0; r < 8; ++r) x[r] = y[r];
+        for (int r = 0; r < 8; ++r) d[cc * MMA_LD + r] = y[r];
     }
     __syncwarp();
 #pragma unroll
-    for (int dist = 1; dist < 4; ++dist)
+    for (int j = 2; j >= 0; --j) {
 #pragma unroll
-        for (int j = 0; j + dist < 4; ++j) {
-            const int i = j + dist;
+        for (int i = j + 1; i < 4; ++i) {
             double c0 = 0.0, c1 = 0.0;
 #pragma unroll
-            for (int k = j; k < i; ++k)
+            for (int k = j + 1; k <= i; ++k)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int kk = 8 * k + 4 * h + q;
-                    mma884(c0, c1, ls[kk * MMA_LD + 8 * i + g], xs[(8 * j + g) * MMA_LD + kk]);
+                    mma884(c0, c1, ls[kk * MMA_LD + 8 * i + g], ls[(8 * j + g) * MMA_LD + kk]);
                 }
-            tb[2 * q * MMA_TLD + g] = c0;
-            tb[(2 * q + 1) * MMA_TLD + g] = c1;
-            __syncwarp();
+            double* t = tb + (i - j - 1) * 8 * MMA_TLD;
+            t[2 * q * MMA_TLD + g] = c0;
+            t[(2 * q + 1) * MMA_TLD + g] = c1;
+        }
+        __syncwarp();
+#pragma unroll
+        for (int i = j + 1; i < 4; ++i) {
+            const double* t = tb + (i - j - 1) * 8 * MMA_TLD;
             double e0 = 0.0, e1 = 0.0;
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                mma884(e0, e1, -xs[(8 * i + 4 * h + q) * MMA_LD + 8 * i + g],
-                       tb[g * MMA_TLD + 4 * h + q]);
-            xs[(8 * j + 2 * q) * MMA_LD + 8 * i + g] = e0;
-            xs[(8 * j + 2 * q + 1) * MMA_LD + 8 * i + g] = e1;
-            __syncwarp();
+                mma884(e0, e1, -t[(4 * h + q) * MMA_TLD + g],
+                       ls[(8 * j + g) * MMA_LD + 8 * j + 4 * h + q]);
+            ls[(8 * j + 2 * q) * MMA_LD + 8 * i + g] = e0;
+            ls[(8 * j + 2 * q + 1) * MMA_LD + 8 * i + g] = e1;
         }
+        __syncwarp();
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j <= i; ++j) {
+        for (int jj = 0; jj <= i; ++jj) {
+            const int j = jj < i ? jj : i;  // C_ii last: it reads X_ii
             double c0 = 0.0, c1 = 0.0;
 #pragma unroll
             for (int k = i; k < 4; ++k)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int kk = 8 * k + 4 * h + q;
-                    mma884(c0, c1, xs[(8 * i + g) * MMA_LD + kk], xs[(8 * j + g) * MMA_LD + kk]);
+                    mma884(c0, c1, ls[(8 * i + g) * MMA_LD + kk], ls[(8 * j + g) * MMA_LD + kk]);
                 }
+            __syncwarp();  // every lane has read X_ij
             ls[(8 * j + 2 * q) * MMA_LD + 8 * i + g] = c0;
             ls[(8 * j + 2 * q + 1) * MMA_LD + 8 * i + g] = c1;
+            __syncwarp();
         }
-    __syncwarp();
 }
 
 // TRSM (X <- alpha L^-1 B), POTRS (X <- (L L^T)^-1 B) or POTRI (L <- the lower triangle of
@@ -1079,7 +1094,7 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
     const long long g = (long long)blockIdx.x * (blockDim.x >> 5) + warp;
     const long long k = first + g;
     if (g >= count || (skip && info[k] != 0)) return;  // a warp per member: no one waits
-    double* ls = mma_shared + warp * MMA_DOUBLES;
+    double* ls = mma_shared + warp * mma_doubles<OP>();
     double* xs = ls + 32 * MMA_LD;
     double* dv = xs + 32 * MMA_LD;
     const View<T> t = member<T>(Operand{tp, tb, ts, to, tld, tf}, true, k, n, n);
@@ -1096,7 +1111,7 @@ mma_solve(long long first, long long count, int n, int m, int unit, T alpha,
         const int failed = zero ? __ffs(zero) : 0;  // the first exactly zero pivot, 1-based
         if (info && (failed || !skip) && lane == 0) info[k] = failed ? order0 + failed : 0;
         if (failed) return;  // nothing stored
-        mma_potri(ls, xs, dv, lane);
+        mma_potri(ls, xs, lane);  // xs: its three blocks of 8 x 8
         mma_store<true>(ls, wt, n, n);
         return;
     }
