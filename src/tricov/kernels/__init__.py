@@ -134,8 +134,9 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
 #: (in place, ``--force --ops potri``) 32 / 28 / 26 / 24 / 20 85.0 / 65.1 / 59.4 / 49.2 / 39.9 ->
 #: 63.7 / 58.8 / 56.4 / 55.0 / 51.8. Float32 ran 2x slower on it than on its register kernels
 #: (TRSM 32 59.9 -> 129.5, POTRI 32 45.2 -> 77.1), so it keeps them. POTRF (and POSV fused) by
-#: panels of 8 columns in shared memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2;
-#: POSV 32 fused 182.8 against 172-178 for the grid's POTRF then this POTRS), and was not kept.
+#: panels of 8 columns in shared memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2,
+#: and 59.3 -> 62.2 in place with 9.5 KB per member; POSV 32 fused 182.8 against 172-178 for the
+#: grid's POTRF then this POTRS), and was not kept.
 MMA_SOLVES: dict[str, dict[int, int]] = {"d": {0: 25, 8: 25, 6: 26}}
 #: Members (warps) per block of the tensor-core kernel. One or two members per block ran within
 #: 2% of each other; four ran 10-15% slower (fewer blocks resident).
