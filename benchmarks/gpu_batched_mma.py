@@ -20,6 +20,7 @@ import numpy as np
 import tricov as tc
 import tricov.backends.batched_cuda as bc
 from tricov.backends.batched_cuda import BatchedCUDAExecutor
+from tricov.bench.devices import queued_seconds
 
 OPS = ("trsm", "potrs", "potri", "potrf", "posv")
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -33,19 +34,9 @@ if args.force:
 BATCH = 10240
 
 
-def events(fn, reps=20, rounds=5):
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    best = np.inf
-    for _ in range(rounds):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        best = min(best, cp.cuda.get_elapsed_time(s, e) / reps)
-    return best * 1e3
+def events(fn):
+    """Device µs per call: 20 queued calls, best of 5."""
+    return queued_seconds(fn, calls=20, rounds=5, warmup=1) * 1e6
 
 
 def case(op, lc, a, b0):
@@ -79,6 +70,11 @@ def device_us(op, lc, a, b0):
 
 
 rng = cp.random.default_rng(1)
+warm = cp.ones(1 << 27)  # a second of copies first: a GPU just started ramps its clocks
+for _ in range(500):
+    warm.copy()
+cp.cuda.Device().synchronize()
+del warm
 print(f"# {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, batch {BATCH}, µs")
 print(f"{'case':28} {'regs us':>9} {'mma us':>9} {'x':>6} {'GB/s mma':>9} {'reldiff':>8}")
 shapes = ([(n, n) for n in args.orders] if args.orders else

@@ -17,21 +17,11 @@ import cupy as cp
 import numpy as np
 
 from tricov.backends import cuda_libs as lib
+from tricov.bench.devices import queued_seconds
 
 
 def _best(f, reps=10):
-    for _ in range(3):
-        f()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    best = float("inf")
-    for _ in range(3):
-        start.record()
-        for _ in range(reps):
-            f()
-        stop.record()
-        stop.synchronize()
-        best = min(best, cp.cuda.get_elapsed_time(start, stop) / reps)
-    return best
+    return queued_seconds(f, reps) * 1e3
 
 
 def _row(dtype, m, n, k, ld, count=16):
