@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
-           "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX", "THREADS",
-           "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape", "batched_grid",
-           "batched_lanes", "batched_mma", "mma_shared",
+           "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS",
+           "TILE_POTRF", "LeafShape", "batched_grid", "batched_lanes", "batched_mma",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
-           "instantiations", "leaf_shape", "leaf_smem", "square_smem", "tile_groups",
-           "tile_kernels", "tile_order", "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
+           "instantiations", "leaf_shape", "leaf_smem", "mma_shared", "square_smem",
+           "tile_groups", "tile_kernels", "tile_order", "tile_shared", "tile_smem",
+           "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
