@@ -862,8 +862,9 @@ grid(long long first, long long count, int n, int unit, const long long* tp, lon
 // dimension MMA_LD: odd, so that a lane per line, row or column, hits distinct banks), zero
 // outside the operand and with ones on the diagonal past n (and on the whole of it for a unit
 // triangle), so that the padded rows solve to zero and invert to the identity. A solve runs by
-// blocks of 8 rows: the products with the blocks already solved are mma.m8n8k4 in double (a
-// float32 member is widened, and rounded once at the end), in the same order as substitution;
+// blocks of 8 rows: the products with the blocks already solved are mma.m8n8k4 in double (the
+// kernel is a template over the member's type, but float32 keeps its register kernels, see
+// kernels.MMA_SOLVES), in the same order as substitution;
 // the diagonal block of 8 is substitution proper, one lane per column of the tile, the
 // triangle's elements read as shared-memory broadcasts. POTRI is LAPACK's blocked TRTRI and
 // LAUUM on blocks of 8 (mma_potri). Loads of the triangle and the first tile are all issued
@@ -886,7 +887,7 @@ __device__ __forceinline__ void mma884(double& d0, double& d1, double a, double 
 // Lane `lane`'s line of the canonical 32 x 32 block at column c0 of v: a row where rows are
 // consecutive in memory (coalesced), else a column; element u, canonical (row(u), col(u)),
 // sits at p[u * step]. (One code path for both: templated on the walk, the kernel took more
-// registers and ran 10% slower.)
+// registers and ran 5-16% slower.)
 template <typename T>
 struct Walk {
     T* p;
