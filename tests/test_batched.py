@@ -451,6 +451,24 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
                     assert_small(potrf_error(a0[k], a[k], "L"), np.float64, 7, f"{path} {k}")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+@pytest.mark.parametrize("n", [1, 5, 8, 13, 32])
+def test_sector_bytes(n: int, dtype: str) -> None:
+    """The sectors of the bench's byte counts, against the sectors of every address of a C-ordered
+    stack (a batch of 11, not a whole number of the members' repeating pattern)."""
+    from tricov.batched.bench import BatchedCase, sector_bytes
+
+    size, batch = np.dtype(dtype).itemsize, 11
+    rows, cols = np.tril_indices(n)
+    members = np.arange(batch)[:, None]
+    tri = np.unique(((members * n * n + rows * n + cols) * size) // 32).size
+    for op, k in (("potrf", 0), ("posv", 3), ("syrk", 7)):
+        rect = np.unique((np.arange(batch * n * (k or n)) * size) // 32).size
+        counts = {"potrf": (2, 0), "posv": (2, 2), "syrk": (2, 1)}[op]
+        expect = (counts[0] * tri + counts[1] * rect) * 32
+        assert sector_bytes(BatchedCase(op, n, batch, k, dtype)) == expect, (op, n, dtype)
+
+
 # ------------------------------------------------------------------------------ doctests
 @pytest.mark.parametrize("name", ["tricov.batched", "tricov.batched._api",
                                   "tricov.batched.bench"])

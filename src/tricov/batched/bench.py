@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["OPS", "BatchedCase", "Result", "bench_cases", "bytes_moved", "copy_bandwidth",
-           "make_inputs", "main", "time_case"]
+           "make_inputs", "main", "sector_bytes", "time_case"]
 
 #: The batched operations, in the order they are listed.
 OPS = ("potrf", "potrs", "posv", "trsm", "trmm", "syrk", "trtri", "lauum", "potri", "poti")
@@ -93,16 +93,44 @@ def bench_cases(ops: Sequence[str] = OPS, sizes: Sequence[int] = (4, 8, 16, 32, 
     return [BatchedCase(op, n, batch, 0, dt) for op in ops for dt in dtypes for n in sizes]
 
 
+#: Per operation, how many times each member's triangle and its n x k operand (B, or A of
+#: SYRK) must be read or written at the least: (triangle, rectangle).
+_TRAFFIC = {"potrf": (2, 0), "trtri": (2, 0), "lauum": (2, 0), "potri": (2, 0), "poti": (2, 0),
+            "potrs": (1, 2), "trsm": (1, 2), "trmm": (1, 2), "posv": (2, 2), "syrk": (2, 1)}
+
+
 def bytes_moved(case: BatchedCase) -> int:
     """Bytes every member must read or write at least once (a triangle: its triangle only)."""
+    tri, rect = _TRAFFIC[case.op]
     n, k = case.n, case.k
-    tri, rect = n * (n + 1) // 2, n * k
-    per = {
-        "potrf": 2 * tri, "trtri": 2 * tri, "lauum": 2 * tri, "potri": 2 * tri,
-        "poti": 2 * tri, "potrs": tri + 2 * rect, "posv": 2 * tri + 2 * rect,
-        "trsm": tri + 2 * rect, "trmm": tri + 2 * rect, "syrk": rect + 2 * tri,
-    }[case.op]
-    return case.batch * per * np.dtype(case.dtype).itemsize
+    return case.batch * (tri * n * (n + 1) // 2 + rect * n * k) * np.dtype(case.dtype).itemsize
+
+
+def sector_bytes(case: BatchedCase, sector: int = 32) -> int:
+    """The bytes of :func:`bytes_moved` rounded out to the memory sectors (32 bytes, the unit
+    in which a GPU reads and writes its memory) that hold them, in C-ordered stacks of
+    contiguous members (:func:`make_inputs`): the least a device moves for ``case``.
+
+    A lower triangle in C order is the first ``i + 1`` elements of each row ``i``, so the rest
+    of its rows' last sectors move too.
+
+    >>> from tricov.batched.bench import BatchedCase, bytes_moved, sector_bytes
+    >>> case = BatchedCase("potrf", n=8, batch=10)
+    >>> bytes_moved(case), sector_bytes(case)  # 36 of 64 doubles; 12 of 16 sectors
+    (5760, 7680)
+    """
+    tri, rect = _TRAFFIC[case.op]
+    n, k, size = case.n, case.k, np.dtype(case.dtype).itemsize
+    # Members repeat their sectors' pattern every `period` members (a whole number of
+    # sectors), so count one period's sectors exactly and the rest by repetition.
+    period = sector // np.gcd(n * n * size, sector)
+    rows, cols = np.tril_indices(n)
+    first = np.arange(period)[:, None] * (n * n) + (rows * n + cols)[None, :]
+    whole, rest = divmod(case.batch, period)
+    tri_sectors = whole * np.unique(first * size // sector).size \
+        + np.unique(first[:rest] * size // sector).size
+    rect_sectors = -(-case.batch * n * k * size // sector)
+    return int(tri * tri_sectors + rect * rect_sectors) * sector
 
 
 def copy_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:

@@ -35,7 +35,12 @@ the device time, with the flop and byte counts of :mod:`tricov.batched.bench`. T
 bandwidth is that of a large copy (1 GiB); a batch of small members moves far fewer bytes, and
 a copy of only that many bytes is slower per byte (launch, ramp and drain). So the table also
 gives the fraction of the rate of a copy of the case's own byte count (:func:`same_size_copy`,
-timed as the device time is): the ceiling a kernel that only moved its bytes would reach.
+timed as the device time is): the ceiling a kernel that only moved its bytes would reach. The
+device moves whole 32-byte sectors, though, and a triangle's rows end inside them; the last
+column (*ceiling*) is the fraction of the copy bandwidth, in the table's byte count, of a copy
+of the bytes of the sectors the case must read and write
+(:func:`~tricov.batched.bench.sector_bytes`): the most that any kernel moving them at a copy's
+speed could show.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .bench import (
     bench_cases,
     bytes_moved,
     make_inputs,
+    sector_bytes,
 )
 
 __all__ = ["copy_bandwidth", "kernel_seconds", "peers", "run_table", "same_size_copy",
@@ -276,7 +282,7 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
     print(f"device {name.decode() if isinstance(name, bytes) else name}, "
           f"copy bandwidth {copy:.0f} GB/s")
     print(f"{'case':30} {'call ms':>8} {'dev ms':>8} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>7}"
-          f" {'of same':>7}  speed-up over torch: call x / device x")
+          f" {'of same':>7} {'ceiling':>7}  speed-up over torch: call x / device x")
     copies: dict[int, float] = {}
     for case in bench_cases(ops, sizes, batch, dtypes):
         r = time_case(case, repeats=repeats)
@@ -289,13 +295,16 @@ def run_table(ops: Sequence[str], sizes: Sequence[int], batch: int, dtypes: Sequ
                 ratio = (f"{on_device / dev:.2f}" if dev and on_device else
                          f"{busy / dev:.2f}k" if dev and busy else "-")
                 others.append(f"{k.removeprefix('torch ')} {r.speedup(k):.2f}/{ratio}")
-        nbytes = bytes_moved(case)
-        if nbytes not in copies:
-            copies[nbytes] = same_size_copy(nbytes)
+        nbytes, sectors = bytes_moved(case), sector_bytes(case)
+        for size in (nbytes, sectors):
+            if size not in copies:
+                copies[size] = same_size_copy(size)
+        ceiling = nbytes / copies[sectors] / 1e9 / copy
         rates = (f"{dev * 1e3:8.3f} {case.flops() / dev / 1e9:8.1f} {nbytes / dev / 1e9:7.1f} "
                  f"{nbytes / dev / 1e9 / copy:7.2f} {copies[nbytes] / dev:7.2f}"
                  if dev else f"{'-':>8} {'-':>8} {'-':>7} {'-':>7} {'-':>7}")
-        print(f"{case.label():30} {r.seconds['tricov'] * 1e3:8.3f} {rates}  {'  '.join(others)}",
+        print(f"{case.label():30} {r.seconds['tricov'] * 1e3:8.3f} {rates} {ceiling:7.2f}  "
+              f"{'  '.join(others)}",
               flush=True)
         cupy.get_default_memory_pool().free_all_blocks()
         if torch is not None:
