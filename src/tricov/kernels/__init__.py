@@ -136,7 +136,10 @@ def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
 #: (TRSM 32 59.9 -> 129.5, POTRI 32 45.2 -> 77.1), so it keeps them. POTRF (and POSV fused) by
 #: panels of 8 columns in shared memory was slower than the grid kernel (POTRF 32 60.1 -> 76.2,
 #: and 59.3 -> 62.2 in place with 9.5 KB per member; POSV 32 fused 182.8 against 172-178 for the
-#: grid's POTRF then this POTRS), and was not kept.
+#: grid's POTRF then this POTRS), and was not kept. Nor was a copy of the kernel for orders up to
+#: 16 (leading dimension 21, 2026-11-27): POTRI 16 / 12 / 9 took 26.3 / 21.9 / 27.5 µs against
+#: the register kernels' 14.8 / 18.7 / 26.6, TRSM and POTRS 16 2-2.4x theirs (a warp per member
+#: makes four waves of warps where the register kernels' groups of lanes make one).
 MMA_SOLVES: dict[str, dict[int, int]] = {"d": {0: 25, 8: 25, 6: 26}}
 #: Members (warps) per block of the tensor-core kernel. One or two members per block ran within
 #: 2% of each other; four ran 10-15% slower (fewer blocks resident).
@@ -316,7 +319,11 @@ TILE_BLOCKS = {4: 2, 8: 1}
 #: cuSOLVER's POTRF. On one H100 (benchmarks/gpu_potrf_tiles_h100.txt, 2026-11-27, session 24)
 #: the tiles took 0.65 / 0.73 / 0.89 of cuSOLVER's time at 1024 / 2048 / 2560 rows in float32
 #: (1.13 at 3072), 0.62 / 0.65 / 0.81 in float64 (1.02 at 3072), and in complex64 0.83 at 1536,
-#: 0.94 at 1792 and 1.08 at 2048.
+#: 0.94 at 1792 and 1.08 at 2048. Float32 products on the TF32 tensor cores at float32 accuracy
+#: (split TF32, each tile split once per term; 2026-11-27, ``benchmarks/gpu_potrf_tiles.py``)
+#: took float32 tiles of 2048 / 3072 / 4096 rows from 498 / 1172 / 2410 to 495 / 1089 / 2256 µs,
+#: still behind cuSOLVER's 1021-1033 at 3072 and changing no default path; not kept. With the
+#: products skipped (a timing probe) the tiles took 365 / 626 µs at 2048 / 3072.
 TILE_POTRF = {"f": 2560, "d": 2560, "F": 1792}
 
 
