@@ -5,7 +5,8 @@ queued behind a spinning kernel as ``tricov.batched.bench_gpu`` does, the restor
 subtracted) while changing one choice between candidates, and prints one line per case:
 
     python benchmarks/gpu_batched_ab.py lanes --order 32 --lanes 8 16 32
-        lanes per member of the register kernels (``tricov.kernels.BATCHED_LANES``)
+        lanes per member of the register kernels (``tricov.kernels.BATCHED_LANES``, and
+        ``BATCHED_LANES_LARGE`` for large ``--batch``)
     python benchmarks/gpu_batched_ab.py blocks --order 32 --blocks 0 3 4 5
         fewest blocks per multiprocessor asked of ptxas for the register kernels at the lanes
         in force (``tricov.kernels.BATCHED_BLOCKS``; 0: ptxas chooses)
@@ -29,9 +30,9 @@ subtracted) while changing one choice between candidates, and prints one line pe
         tree's, launched by the tree's launcher; the largest relative difference of the
         results is printed
 
-Every mode takes ``--dtype`` (float64 float32 by default) and ``--ops``. Run on the GPU
-machine from the repository root with ``PYTHONPATH=src``; the kernels compile on first use
-(``--jobs`` processes compile them first).
+Every mode takes ``--dtype`` (float64 float32 by default), ``--ops`` and ``--batch`` (members
+per call, 10240 by default). Run on the GPU machine from the repository root with
+``PYTHONPATH=src``; the kernels compile on first use (``--jobs`` processes compile them first).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def _small_kernels(dtypes: list[np.dtype], orders: list[int], ops: list[str],
     for dt in dtypes:
         for n in orders:
             for op in ops:
-                order, g = bc.group_shape(n, dt, op)
+                order, g = bc.group_shape(n, dt, op, BATCH)
                 for width in lanes or [g]:
                     items.append(tk.batched_small(nvrtc.CTYPE[dt], order, width, bc.OPS[op]))
     return items
@@ -154,7 +155,7 @@ def _small_kernels(dtypes: list[np.dtype], orders: list[int], ops: list[str],
 def _small_key(dtype: np.dtype, n: int, op: str) -> tuple[str, int, int, int]:
     """The :data:`tricov.kernels.BATCHED_BLOCKS` key of the register kernel of ``op`` at order
     ``n``, with the lanes in force."""
-    order, lanes = bc.group_shape(n, dtype, op)
+    order, lanes = bc.group_shape(n, dtype, op, BATCH)
     return (dtype.char, order, lanes, bc.OPS[op])
 
 
@@ -176,7 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ops", nargs="+")
     ap.add_argument("--dtype", nargs="+", default=["float64", "float32"])
     ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=10240, help="members per call")
     args = ap.parse_args(argv)
+    global BATCH
+    BATCH = args.batch
     dtypes = [np.dtype(d) for d in args.dtype]
     queue = _Queue(8)
     tc.set_cuda_graphs(False)  # the tables change between calls: nothing recorded is replayed
@@ -188,11 +192,14 @@ def main(argv: list[str] | None = None) -> None:
             case = Case(cp, dt, args.order)
             for op in ops:
                 key = (dt.char, args.order, bc.OPS[op])
+                now = tk.batched_lanes(dt.char, args.order, bc.OPS[op], BATCH)
+                large = tk.BATCHED_LANES_LARGE.pop(key, None)  # the sweep's lanes at any batch
                 times = sweep(queue, case, op, tk.BATCHED_LANES, key, args.lanes)
+                if large is not None:
+                    tk.BATCHED_LANES_LARGE[key] = large
                 print(f"{dt.name} n={args.order} {op:6s} ms at lanes "
                       + " / ".join(f"{w}: {t:.4f}" for w, t in zip(args.lanes, times, strict=True))
-                      + f"  (now {tk.batched_lanes(dt.char, args.order, bc.OPS[op])})",
-                      flush=True)
+                      + f"  (now {now})", flush=True)
     elif args.mode == "blocks":
         # the fused kernels the engine runs at this order (not POSV / POTI where they split)
         ops = {dt: [op for op in args.ops or ["potrf", "trtri", "potri", "potrs", "posv", "trsm"]

@@ -45,6 +45,27 @@ def test_cond_split_slices_fit_the_block():
         assert THREADS % rows == 0 and rows % 8 == 0, order
 
 
+def test_large_batch_lanes_from_their_threshold():
+    """The register kernels' lanes for large batches take over at their fewest members and not
+    before, and the CI compile check builds every kernel they name."""
+    from tricov.kernels import (
+        BATCHED_LANES,
+        BATCHED_LANES_LARGE,
+        batched_lanes,
+        batched_small,
+        definitions,
+    )
+
+    chars = {"f": "float", "d": "double"}
+    built = definitions("batched_small.cu")
+    for (ch, order, op), (fewest, lanes) in BATCHED_LANES_LARGE.items():
+        small = BATCHED_LANES.get((ch, order, op), order)
+        assert lanes != small, (ch, order, op)
+        assert batched_lanes(ch, order, op) == batched_lanes(ch, order, op, fewest - 1) == small
+        assert batched_lanes(ch, order, op, fewest) == lanes
+        assert batched_small(chars[ch], order, lanes, op)[1] in built[chars[ch]]
+
+
 def test_wide_tiles_pad_no_further():
     """Tiles of 128 (float64 TRMM on the tensor cores) only where they pad an output of at least
     128 x 128 no further than tiles of 64; never without ``wide``."""

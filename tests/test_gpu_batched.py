@@ -360,6 +360,40 @@ def _factor_stack(a: np.ndarray, uplo: str) -> np.ndarray:
 @pytest.mark.parametrize("uplo", "LU")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cholesky_family(cp, dtype: np.dtype, uplo: str, n: int) -> None:
+    check_cholesky_family(cp, dtype, uplo, n)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=str)
+def test_large_batch_lanes(cp, monkeypatch: pytest.MonkeyPatch, dtype: np.dtype) -> None:
+    """The register kernels of large batches (``tricov.kernels.BATCHED_LANES_LARGE``), here
+    from one member on: the Cholesky family and indefinite members at orders 8 and 16 (n = 5,
+    8, 12, 16), every kernel of the table launched."""
+    import tricov.backends.batched_cuda as bc
+    import tricov.kernels as tk
+
+    monkeypatch.setattr(tk, "BATCHED_LANES_LARGE",
+                        {key: (1, lanes) for key, (_, lanes) in tk.BATCHED_LANES_LARGE.items()})
+    launched = set()
+    original = bc._small_kernel
+    monkeypatch.setattr(bc, "_small_kernel",
+                        lambda *a: launched.add(original(*a)[0]) or original(*a))
+    graphs = tc.cuda_graphs_enabled()
+    tc.set_cuda_graphs(False)  # no replay of calls recorded with the tables as they were
+    try:
+        for i, n in enumerate((5, 8, 12, 16)):
+            check_cholesky_family(cp, dtype, "LU"[i % 2], n)
+            test_not_positive_definite_members(cp, dtype, n)
+    finally:
+        tc.set_cuda_graphs(graphs)
+    ctype = "float" if dtype == np.float32 else "double"
+    for (ch, order, op), (_, lanes) in tk.BATCHED_LANES_LARGE.items():
+        if ch == dtype.char:
+            assert tk.batched_small(ctype, order, lanes, op)[0] in launched, (order, lanes, op)
+
+
+def check_cholesky_family(cp, dtype: np.dtype, uplo: str, n: int) -> None:
+    """POTRF, POTI, POTRI, LAUUM, TRTRI (both diagonals), POTRS and POSV of order ``n`` in
+    ``uplo``, each on a stack of its own layout, against host references."""
     rng = make_rng("gpu-batched-chol", uplo, n, str(dtype))
     spd = spd_stack(rng, n, dtype)
     full = np.stack([hermitian_from(spd[idx], "L") for idx in members(BATCH)]).reshape(

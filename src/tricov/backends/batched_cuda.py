@@ -173,13 +173,13 @@ def padded_order(n: int) -> int:
     return order
 
 
-def group_shape(n: int, dtype: np.dtype, op: str) -> tuple[int, int]:
-    """(padded order, lanes per member) of the register kernel of ``op`` for order ``n`` (for
-    a grid kernel, its side squared)."""
+def group_shape(n: int, dtype: np.dtype, op: str, members: int = 0) -> tuple[int, int]:
+    """(padded order, lanes per member) of the register kernel of ``op`` for order ``n`` in a
+    launch over ``members`` members (for a grid kernel, its side squared)."""
     order = padded_order(n)
     char = np.dtype(dtype).char
     side = BATCHED_GRID.get((char, order, OPS[op]))
-    return order, side * side if side else batched_lanes(char, order, OPS[op])
+    return order, side * side if side else batched_lanes(char, order, OPS[op], members)
 
 
 def _small_kernel(ctype: str, char: str, order: int, lanes: int, op: str) -> tuple[str, str]:
@@ -208,8 +208,10 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
     for dtype in dtypes:
         dtype = np.dtype(dtype)
         orders = [w for w in (32, 16, 8, 4) if w <= small_max(dtype)]
-        todo += [_small_kernel(nvrtc.CTYPE[dtype], dtype.char, *group_shape(order, dtype, op), op)
-                 for order in orders for op in OPS]
+        todo += [_small_kernel(nvrtc.CTYPE[dtype], dtype.char,
+                               *group_shape(order, dtype, op, members), op)
+                 for order in orders for op in OPS
+                 for members in (0, 1 << 62)]  # small and large batches (BATCHED_LANES_LARGE)
         if _tile_mma(dtype):
             todo += [batched_mma(nvrtc.CTYPE[dtype], op) for op in MMA_SOLVES.get(dtype.char, ())]
         if dtype.kind == "f":
@@ -217,6 +219,7 @@ def compile_kernels(dtypes: Sequence[Any], jobs: int = 1) -> int:
             todo += [batched_tile(nvrtc.CTYPE[dtype], mode, mma, order)
                      for mode, on_cores, order in tile_kernels(nvrtc.CTYPE[dtype])
                      if on_cores == mma]
+    todo = list(dict.fromkeys(todo))
     if jobs <= 1:
         for item in todo:
             _compile(*item)
@@ -327,7 +330,7 @@ class BatchedCUDAExecutor(Executor):
         With ``fresh``, the kernel writes every member's info (the array may hold anything
         before); without, it skips members already failed and records only failures.
         """
-        order, lanes = group_shape(n, self.dtype, op)
+        order, lanes = group_shape(n, self.dtype, op, self.members)
         if (n >= MMA_SOLVES.get(self.dtype.char, {}).get(OPS[op], SMALL_MAX + 1)
                 and _tile_mma(self.dtype)):  # a warp per member, in shared memory
             kernel = nvrtc.kernel("batched_small.cu", *batched_mma(self._ctype, OPS[op]))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES", "GRID_OPS",
+__all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES",
+           "BATCHED_LANES_LARGE", "GRID_OPS",
            "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS",
            "TILE_POTRF", "LeafShape", "batched_grid", "batched_lanes", "batched_mma",
            "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
@@ -55,9 +56,42 @@ BATCHED_LANES: dict[tuple[str, int, int], int] = {
 }
 
 
-def batched_lanes(char: str, order: int, op: int) -> int:
+#: Lanes per member of the register kernels for large batches: by dtype character, padded order
+#: and operation code, (fewest members, lanes). A batch of 10240 members of order 8 or 16 is one
+#: wave of warps, which each member's chain of dependent steps paces (so more lanes, or fewer
+#: lines, per member); batches several waves long are paced by the instructions they issue and
+#: by occupancy, and there other shapes win. On one H100 (2026-11-27, device ms,
+#: ``benchmarks/gpu_batched_ab.py lanes --batch B``, ``gpu_batched_lanes_large_h100.txt``, at
+#: 20480 / 40960 / 102400 members):
+#:
+#: - float64 POTRF 16 on 8 / 16 lanes 0.0290 / 0.0330, 0.0636 / 0.0584, 0.1542 / 0.1324; TRTRI
+#:   16 0.0289 / 0.0309, 0.0615 / 0.0552, 0.1482 / 0.1260;
+#: - float64 POTI 16 on 8 / 4 lanes 0.0455 / 0.0423, 0.0796 / 0.0742, 0.1774 / 0.1626 (at 10240
+#:   0.0207 / 0.0204);
+#: - float64 POTRF 8 on 4 / 8 lanes 0.0074 / 0.0084, 0.0128 / 0.0147, 0.0432 / 0.0378; POTRI 8
+#:   0.0080 / 0.0092, 0.0141 / 0.0163, 0.0439 / 0.0378;
+#: - float32 POTRF 8 on 8 / 4 lanes 0.0068 / 0.0061, 0.0100 / 0.0097, 0.0228 / 0.0218; POTRI 8
+#:   0.0069 / 0.0065, 0.0109 / 0.0099, 0.0246 / 0.0229; POTI 8 0.0095 / 0.0078, 0.0156 /
+#:   0.0120, 0.0362 / 0.0270.
+#:
+#: The solves, POSV and float32 of order 16 kept their lanes at 102400 members. With the table,
+#: the batched bench at 102400 members took float64 POTRF 8 / 16 and POTRI 8 from 0.043 / 0.151
+#: and 0.044 ms to 0.038 / 0.133 and 0.038 ms (0.47 / 0.50 / 0.45 -> 0.53 / 0.58 / 0.54 of the
+#: copy bandwidth).
+BATCHED_LANES_LARGE: dict[tuple[str, int, int], tuple[int, int]] = {
+    ("d", 16, 3): (40960, 16), ("d", 16, 4): (40960, 16), ("d", 16, 7): (20480, 4),
+    ("d", 8, 3): (102400, 8), ("d", 8, 6): (102400, 8),
+    **{("f", 8, op): (20480, 4) for op in (3, 6, 7)},
+}
+
+
+def batched_lanes(char: str, order: int, op: int, members: int = 0) -> int:
     """Lanes per member of the register kernel of operation code ``op`` at (padded) ``order``
-    for the dtype of character ``char`` (see :data:`BATCHED_LANES`)."""
+    for the dtype of character ``char`` in a launch over ``members`` members (see
+    :data:`BATCHED_LANES` and :data:`BATCHED_LANES_LARGE`)."""
+    large = BATCHED_LANES_LARGE.get((char, order, op))
+    if large is not None and members >= large[0]:
+        return large[1]
     return BATCHED_LANES.get((char, order, op), order)
 
 
@@ -265,6 +299,9 @@ def definitions(source: str) -> dict[str, list[str]]:
                     if ch == _CHARS[t] and order < widest]
         out[t] = [batched_small(t, order, batched_lanes(_CHARS[t], order, op), op)[1]
                   for order, op in dict.fromkeys(kernels)]
+        out[t] += [batched_small(t, order, lanes, op)[1]
+                   for (ch, order, op), (_, lanes) in BATCHED_LANES_LARGE.items()
+                   if ch == _CHARS[t]]
         out[t] += [batched_grid(t, widest, 4, op)[1] for op in GRID_OPS]  # used or not
         out[t] += [batched_mma(t, op)[1] for op in MMA_SOLVES.get(_CHARS[t], ())]
     return out
