@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BATCHED_BLOCKS", "BATCHED_GRID", "BATCHED_HEAVY", "BATCHED_LANES",
-           "BATCHED_LANES_LARGE", "GRID_OPS",
-           "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX", "THREADS", "TILE_BLOCKS", "TILE_ORDERS",
-           "TILE_POTRF", "LeafShape", "batched_grid", "batched_lanes", "batched_mma",
-           "batched_small", "batched_tile", "block_order", "cond_split", "definitions",
-           "instantiations", "leaf_shape", "leaf_smem", "mma_shared", "square_smem",
-           "tile_groups", "tile_kernels", "tile_order", "tile_shared", "tile_smem",
-           "tile_threads", "wide_tiles"]
+           "BATCHED_LANES_LARGE", "GRID_OPS", "MMA_MEMBERS", "MMA_SOLVES", "SHARED_MAX",
+           "THREADS", "TILE_BLOCKS", "TILE_ORDERS", "TILE_POTRF", "LeafShape", "batched_grid",
+           "batched_lanes", "batched_mma", "batched_small", "batched_tile", "block_order",
+           "cond_split", "definitions", "instantiations", "leaf_shape", "leaf_smem",
+           "mma_shared", "square_smem", "tile_groups", "tile_kernels", "tile_order",
+           "tile_shared", "tile_smem", "tile_threads", "wide_tiles"]
 
 _TYPES = {"float": 4, "double": 8, "tricov::cplx<float>": 8, "tricov::cplx<double>": 16}
 _REAL = {"float": "float", "double": "double", "tricov::cplx<float>": "float",
@@ -283,8 +282,9 @@ def definitions(source: str) -> dict[str, list[str]]:
     Grouped by scalar type. For ``batched_small.cu``, what the launcher takes: every operation
     at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
     run short), every kernel of several lines per lane at orders 8 and 16
-    (:data:`BATCHED_LANES`), the grid kernels at the largest order and, for real types, the
-    tensor-core solves (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
+    (:data:`BATCHED_LANES`) and those of large batches (:data:`BATCHED_LANES_LARGE`), the grid
+    kernels at the largest order and, for real types, the tensor-core solves
+    (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
         return {t: [batched_tile(t, mode, mma, order)[1] for mode, mma, order in tile_kernels(t)]

@@ -19,9 +19,10 @@ __device__ __forceinline__ float tf32_round(float x)
     return __uint_as_float(u);
 }
 
-// Split the r x c column-major block S (leading dimension lds) into three parts of D, each r x c column-major with leading dimension ldd: part p, at D +
-// p * step, is lo where bit p of lo_parts is set, else hi. lo of an infinite or NaN x is zero
-// (hi carries it). Blocks along z take further pairs (S, D), sstep and dstep floats apart.
+// Split the r x c column-major block S (leading dimension lds) into three parts of D, each
+// r x c column-major with leading dimension ldd: part p, at D + p * step, is lo where bit p of
+// lo_parts is set, else hi. lo of an infinite or NaN x is zero (hi carries it). Blocks along z
+// take further pairs (S, D), sstep and dstep floats apart.
 __global__ void tf32_split(int r, int c, const float* __restrict__ S, long long lds, float* D,
                           long long ldd, long long step, int lo_parts, long long sstep,
                           long long dstep)
