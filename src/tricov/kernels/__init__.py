@@ -139,6 +139,15 @@ GRID_OPS = (3, 4, 6, 7)
 #: 0.0349 / 0.0529 / 0.0869 -> 0.0330 / 0.0488 / 0.0848, float32 0.0214 / 0.0279 / 0.0467 -> 0.0181
 #: / 0.0249 / 0.0452 (``gpu_batched_onepass_h100.txt``).
 #:
+#: Loads and stores by address increments (``grid_move``, 2026-11-27; 11-13% fewer instructions
+#: and 119 -> 85 / 146 -> 128 registers for float32 / float64 POTRF of order 32;
+#: ``gpu_batched_grid_move_h100.txt``), ms before -> after at batch 10240 / 102400: float64 POTI
+#: 32 0.142 -> 0.098 / 1.333 -> 0.786, POTRF 32 0.059 -> 0.056 / 0.453 -> 0.481, TRTRI 32 0.065 ->
+#: 0.059 / 0.476 -> 0.488; order 24 (float64 and float32, every operation) 4-24% faster at both
+#: batches, 20 and 28 5-36% faster but float64 POTRI 28 (2% slower); float32 POTRF 32 0.0325 ->
+#: 0.0356 / 0.254 -> 0.303 (six blocks of threads per multiprocessor instead of four; capping
+#: them at four by shared memory gave back half of it at 32 and lost at 24).
+#:
 #: At orders 8 and 16 the lines stayed faster (float64 16: POTRF 0.0127 against 0.0132 on 4 x 4
 #: and 0.0225 on 2 x 2, POTRI 0.0149 against 0.0186 and 0.0244). Asking ptxas for 4 blocks (128
 #: registers instead of 150 for float64 POTRF) changed nothing beyond noise. POTRS on the grid
