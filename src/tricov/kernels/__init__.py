@@ -46,10 +46,12 @@ BATCHED_HEAVY = (0, 3, 6, 8, 9)  # TRSM, POTRF, POTRI, POTRS, POSV
 #: 0.013 / 0.019), TRTRI to two at 32 (8 / 16 / 32 lanes: float64 0.077 / 0.070 / 0.086, float32
 #: 0.044 / 0.038 / 0.050), and float64 POTI to two at 8 (2 / 4 / 8 lanes: 0.010 / 0.007 / 0.008);
 #: the others were kept. Complex dtypes and the operations not listed keep one line per lane (not
-#: measured).
+#: measured). POTI of order 8 and float32's Cholesky family of order 16 have since moved to the
+#: grid kernels (:data:`BATCHED_GRID`).
 BATCHED_LANES: dict[tuple[str, int, int], int] = {
-    **{("d", 8, op): 4 for op in (3, 6, 7, 9)},
-    **{(ch, 16, op): 8 for ch in "fd" for op in (0, 3, 4, 6, 7, 8, 9)},
+    **{("d", 8, op): 4 for op in (3, 6, 9)},
+    **{("d", 16, op): 8 for op in (0, 3, 4, 6, 7, 8, 9)},
+    **{("f", 16, op): 8 for op in (0, 8, 9)},
     ("d", 32, 3): 16, ("d", 32, 6): 16, ("f", 32, 3): 8, ("f", 32, 6): 16,
     ("d", 32, 4): 16, ("f", 32, 4): 16,
 }
@@ -73,14 +75,15 @@ BATCHED_LANES: dict[tuple[str, int, int], int] = {
 #:   0.0069 / 0.0065, 0.0109 / 0.0099, 0.0246 / 0.0229; POTI 8 0.0095 / 0.0078, 0.0156 /
 #:   0.0120, 0.0362 / 0.0270.
 #:
-#: The solves, POSV and float32 of order 16 kept their lanes at 102400 members. With the table,
-#: the batched bench at 102400 members took float64 POTRF 8 / 16 and POTRI 8 from 0.043 / 0.151
-#: and 0.044 ms to 0.038 / 0.133 and 0.038 ms (0.47 / 0.50 / 0.45 -> 0.53 / 0.58 / 0.54 of the
-#: copy bandwidth).
+#: The solves, POSV and float32 of order 16 kept their lanes at 102400 members (POTI 8 and
+#: float32 POTRF / TRTRI / POTRI / POTI 16 now run on the grid kernels, :data:`BATCHED_GRID`).
+#: With the table, the batched bench at 102400 members took float64 POTRF 8 / 16 and POTRI 8
+#: from 0.043 / 0.151 and 0.044 ms to 0.038 / 0.133 and 0.038 ms (0.47 / 0.50 / 0.45 -> 0.53 /
+#: 0.58 / 0.54 of the copy bandwidth).
 BATCHED_LANES_LARGE: dict[tuple[str, int, int], tuple[int, int]] = {
     ("d", 16, 3): (40960, 16), ("d", 16, 4): (40960, 16), ("d", 16, 7): (20480, 4),
     ("d", 8, 3): (102400, 8), ("d", 8, 6): (102400, 8),
-    **{("f", 8, op): (20480, 4) for op in (3, 6, 7)},
+    **{("f", 8, op): (20480, 4) for op in (3, 6)},
 }
 
 
@@ -152,8 +155,26 @@ GRID_OPS = (3, 4, 6, 7)
 #: and 0.0225 on 2 x 2, POTRI 0.0149 against 0.0186 and 0.0244). Asking ptxas for 4 blocks (128
 #: registers instead of 150 for float64 POTRF) changed nothing beyond noise. POTRS on the grid
 #: lost at every order (the table's appendix).
-BATCHED_GRID: dict[tuple[str, int, int], int] = {(ch, 32, op): 4 for ch in "fd"
-                                                 for op in GRID_OPS}
+#:
+#: With those addresses, smaller grids measured again (``gpu_batched_ab.py grid --orders 5 6 7 8
+#: 10 12 13 15 16 --sides 2 4``, batch 10240 / 102400, ``gpu_batched_grid_small_h100.txt``), ms on
+#: lines against the grid:
+#:
+#: - POTI of order 8 on 2 x 2 lanes, faster at every order 5-8 in both dtypes: float64 n = 8
+#:   0.0077 -> 0.0067 / 0.0444 -> 0.0437, n = 5 0.0065 -> 0.0055 / 0.0267 -> 0.0212; float32 n = 8
+#:   0.0063 -> 0.0054 / 0.0272 -> 0.0226. The other operations of order 8 lost at 102400 members
+#:   (float64 POTRF 8 0.0379 -> 0.0444).
+#: - float32 POTRF / TRTRI / POTRI / POTI of order 16 on 4 x 4 lanes: n = 16 0.0083 / 0.0085 /
+#:   0.0096 / 0.0133 -> 0.0077 / 0.0079 / 0.0092 / 0.0125 at 10240 members, 0.0767 / 0.0771 /
+#:   0.0836 / 0.1018 -> 0.0700 / 0.0713 / 0.0702 / 0.0929 at 102400; n = 13 / 15 10-22% faster at
+#:   10240; at n = 10 / 12, 102400 members, TRTRI and POTRI 2-10% slower (POTRF and POTI faster
+#:   at every order measured). Float64 of order 16 stays on lines (the grid 6-13% slower at
+#:   10240 members, faster at 102400 for POTRI 16 and POTRF / TRTRI 12).
+BATCHED_GRID: dict[tuple[str, int, int], int] = {
+    **{(ch, 32, op): 4 for ch in "fd" for op in GRID_OPS},
+    **{("f", 16, op): 4 for op in GRID_OPS},
+    **{(ch, 8, 7): 2 for ch in "fd"},
+}
 
 
 def batched_grid(ctype: str, order: int, side: int, op: int) -> tuple[str, str]:
@@ -292,7 +313,8 @@ def definitions(source: str) -> dict[str, list[str]]:
     at order 4 (every code path), :data:`BATCHED_HEAVY` at the largest order (where registers
     run short), every kernel of several lines per lane at orders 8 and 16
     (:data:`BATCHED_LANES`) and those of large batches (:data:`BATCHED_LANES_LARGE`), the grid
-    kernels at the largest order and, for real types, the tensor-core solves
+    kernels at the largest order and those of :data:`BATCHED_GRID`, and, for real types, the
+    tensor-core solves
     (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
@@ -311,7 +333,10 @@ def definitions(source: str) -> dict[str, list[str]]:
         out[t] += [batched_small(t, order, lanes, op)[1]
                    for (ch, order, op), (_, lanes) in BATCHED_LANES_LARGE.items()
                    if ch == _CHARS[t]]
-        out[t] += [batched_grid(t, widest, 4, op)[1] for op in GRID_OPS]  # used or not
+        grids = [(widest, 4, op) for op in GRID_OPS]  # used or not
+        grids += [(order, side, op) for (ch, order, op), side in BATCHED_GRID.items()
+                  if ch == _CHARS[t]]
+        out[t] += [batched_grid(t, order, side, op)[1] for order, side, op in dict.fromkeys(grids)]
         out[t] += [batched_mma(t, op)[1] for op in MMA_SOLVES.get(_CHARS[t], ())]
     return out
 
