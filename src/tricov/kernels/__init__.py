@@ -213,7 +213,8 @@ def mma_shared(op: int) -> int:
     """Bytes of shared memory of one member of the tensor-core kernel of operation code ``op``
     (``mma_doubles`` in ``batched_small.cu``): the triangle and a tile of 32 columns as doubles
     (leading dimension 37) and the 32 reciprocals of the diagonal; POTRI (in place) the triangle
-    and three blocks of 8 x 8 (leading dimension 9)."""
+    and three blocks of 8 x 8 (leading dimension 9). Each kernel's definition
+    (:func:`batched_mma`) asserts it."""
     return (32 * 37 + 3 * 8 * 9 if op == 6 else 2 * 32 * 37 + 32) * 8
 
 
@@ -221,7 +222,8 @@ def batched_mma(ctype: str, op: int) -> tuple[str, str]:
     """Name and defining line of the tensor-core kernel of operation code ``op`` (see
     :data:`MMA_SOLVES`) of ``batched_small.cu`` for a real scalar type (``TRICOV_BATCHED_MMA``)."""
     name = f"tricov_batched_mma_{_TAGS[ctype]}32_{op}"
-    return name, f"TRICOV_BATCHED_MMA({name}, {ctype}, {op})"
+    return name, (f"TRICOV_BATCHED_MMA({name}, {ctype}, {op}) static_assert("
+                  f"tricov::batched::mma_doubles<{op}>() * 8 == {mma_shared(op)});")
 
 
 #: Orders of the output tiles of the kernels of ``batched_tile.cu`` (``Shape<T, TILE>``): 32 for
@@ -314,8 +316,7 @@ def definitions(source: str) -> dict[str, list[str]]:
     run short), every kernel of several lines per lane at orders 8 and 16
     (:data:`BATCHED_LANES`) and those of large batches (:data:`BATCHED_LANES_LARGE`), the grid
     kernels at the largest order and those of :data:`BATCHED_GRID`, and, for real types, the
-    tensor-core solves
-    (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
+    tensor-core kernels (:data:`MMA_SOLVES`). For ``batched_tile.cu``: every tile kernel.
     """
     if source == "batched_tile.cu":
         return {t: [batched_tile(t, mode, mma, order)[1] for mode, mma, order in tile_kernels(t)]
