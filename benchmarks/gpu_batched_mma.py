@@ -10,7 +10,7 @@ copies' time), and the largest relative difference of the two results.
 ``--ops`` and ``--orders`` (as many right-hand sides as the order) narrow the cases.
 ``--force`` runs float32 and every order on the tensor-core kernel (the
 measurements behind ``tricov.kernels.MMA_SOLVES``). GB/s counts what each operation must read
-and write (a triangle once or twice, B twice), as ``tricov.batched.bench`` does.
+and write (a triangle once or twice, B twice: ``tricov.batched.bench.bytes_moved``).
 """
 import argparse
 
@@ -20,6 +20,7 @@ import numpy as np
 import tricov as tc
 import tricov.backends.batched_cuda as bc
 from tricov.backends.batched_cuda import BatchedCUDAExecutor
+from tricov.batched.bench import BatchedCase, bytes_moved
 from tricov.bench.devices import queued_seconds
 
 OPS = ("trsm", "potrs", "potri", "potrf", "posv")
@@ -96,10 +97,7 @@ for dt in (np.float64, np.float32) if args.force else (np.float64,):
                     times[mma], res[mma] = device_us(op, lc, a, b0)
                 BatchedCUDAExecutor.mma = True
                 diff = float(cp.abs(res[True] - res[False]).max() / cp.abs(res[False]).max())
-                tri, rect = n * (n + 1) // 2, n * nrhs
-                per = {"trsm": tri + 2 * rect, "potrs": tri + 2 * rect, "potrf": 2 * tri,
-                       "potri": 2 * tri, "posv": 2 * tri + 2 * rect}[op]
-                nb = BATCH * per * np.dtype(dt).itemsize
+                nb = bytes_moved(BatchedCase(op, n, BATCH, nrhs, np.dtype(dt).name))
                 print(f"{op} {n}x{nrhs} {order} {np.dtype(dt).name:8} {times[False]:9.1f} "
                       f"{times[True]:9.1f} {times[False] / times[True]:6.2f} "
                       f"{nb / times[True] / 1e3:9.0f} {diff:8.1e}", flush=True)
