@@ -206,6 +206,27 @@ def test_forgotten_plans_and_new_settings_take_the_slow_path(cp, small_leaves, m
     assert len(slow) == 4
 
 
+def test_a_plan_dropped_before_its_replay_is_not_captured_again(cp, small_leaves, monkeypatch):
+    """Two operands alternating where the budget keeps one plan: the first plan to go before
+    its replay makes its key run eagerly from then on, so captures (dearer than eager runs)
+    stop at two, and every result is right."""
+    monkeypatch.setattr(_plans, "WORKSPACE", 0)  # a plan with workspace pushes the others out
+    captures = []
+    capture = _plans._capture
+    monkeypatch.setattr(_plans, "_capture", lambda *args: captures.append(1) or capture(*args))
+    rng = np.random.default_rng(5)
+    a = _factor(rng, N)
+    A = cp.asarray(a, order="F")
+    stacks = [cp.empty((N, 5), order="F") for _ in range(2)]
+    for step in range(10):
+        b = rng.standard_normal((N, 5))
+        B = stacks[step % 2]
+        B[...] = cp.asarray(b)
+        tc.trsm(A, B)
+        assert np.abs(a @ cp.asnumpy(B) - b).max() < 1e-9
+    assert len(captures) == 2 and len(_plans._futile) == 1
+
+
 def test_no_replay_into_a_callers_capture(cp, small_leaves):
     """While the caller's stream captures a graph of its own, no call has a replay key."""
     A = cp.eye(N, order="F")

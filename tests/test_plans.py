@@ -42,6 +42,61 @@ def test_plans_beyond_the_capacity_are_dropped_oldest_first(
     assert list(_plans._plans) == ["c", "d", "e"]
 
 
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_plans, "_plans", OrderedDict())
+    monkeypatch.setattr(_plans, "_futile", OrderedDict())
+
+
+def test_a_plan_dropped_before_it_paid_makes_its_key_futile(
+        monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
+    """A caller cycling through more large operands than the budget holds: each capture would
+    be dropped before it paid, so the key runs eagerly from then on."""
+    monkeypatch.setattr(_plans, "WORKSPACE", 1000)
+    monkeypatch.setattr(_plans, "PAYBACK", 2)
+    _plans._remember("a", _plan(600))
+    assert _plans._lookup("a")[0].replays == 1
+    _plans._remember("b", _plan(600))  # "a" goes, replayed once only
+    assert list(_plans._plans) == ["b"] and list(_plans._futile) == ["a"]
+    assert _plans._lookup("a") == (None, True)
+    for _ in range(2):
+        _plans._lookup("b")
+    _plans._remember("c", _plan(600))  # "b" goes, replayed twice: it may be captured again
+    assert list(_plans._futile) == ["a"]
+    assert _plans._lookup("b") == (None, False)
+    assert _plans._lookup("never seen") == (None, False)
+
+
+def test_replays_through_find_count_and_a_new_plan_clears_futility(
+        monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
+    monkeypatch.setattr(_plans, "CAPACITY", 2)
+    monkeypatch.setattr(_plans, "PAYBACK", 1)
+    _plans._remember("a", _plan(10))
+    _plans._remember("b", _plan(10))
+    assert _plans.find(["a"]) is not None  # "a" replayed, and now the most recent
+    _plans._remember("c", _plan(10))  # "b" goes unreplayed
+    _plans._remember("d", 1)  # a first sighting: "a" goes, replayed
+    assert list(_plans._plans) == ["c", "d"] and list(_plans._futile) == ["b"]
+    _plans._remember("b", _plan(10))  # captured again after all (the futile key was forgotten)
+    assert "b" not in _plans._futile
+
+
+def test_futile_keys_are_bounded_and_forgotten_with_the_plans(
+        monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
+    monkeypatch.setattr(_plans, "CAPACITY", 1)
+    monkeypatch.setattr(_plans, "FUTILE", 3)
+    for key in "abcdef":
+        _plans._remember(key, _plan(10))
+    assert list(_plans._futile) == ["c", "d", "e"]
+    assert _plans._lookup("c") == (None, True)
+    _plans._remember("g", _plan(10))  # "f" futile: "d" is the least recently seen
+    assert list(_plans._futile) == ["e", "c", "f"]
+    import tricov as tc
+
+    tc.set_cuda_graphs(_plans.cuda_graphs_enabled())
+    assert not _plans._futile and not _plans._plans
+
+
 def test_split_tf32_setting_is_part_of_the_executor_settings(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Plans and replayed calls are keyed by the executor's settings: a plan captured with
