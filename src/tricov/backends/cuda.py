@@ -194,8 +194,11 @@ class CUDAExecutor(Executor):
     #: float32 GEMMs of ``m x n x k`` with ``m n >= split_rows (m + n)`` and
     #: ``2 k >= split_rows`` run as one split-TF32 GEMM (:mod:`tricov._precision`) while that is
     #: enabled: splitting the operands reads ``(m + n) k`` elements and writes three times as
-    #: many, which pays where the product's ``m n k`` is large against them.
-    split_rows = 512
+    #: many, which pays where the product's ``m n k`` is large against them. 384 rather than 512
+    #: splits the products of 512 rows against 4096 and more columns too (TRSM's lowest levels
+    #: and leaves): STRSM 4096² / 8192² 1.15 / 1.08x as fast, POTRS 4096² 1.17x, the rest within
+    #: noise (benchmarks/gpu_split_rows_h200.txt).
+    split_rows = 384
     #: Bytes of device memory the split operands of one GEMM may take at most (larger ones run
     #: on FP32, as do those whose workspace cannot be allocated).
     split_bytes = 1 << 30
