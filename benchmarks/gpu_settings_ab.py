@@ -3,11 +3,12 @@ routine (cuBLAS / cuSOLVER) and torch on the same data.
 
     PYTHONPATH=src python3 benchmarks/gpu_settings_ab.py SETTING [SETTING ...] -- CASE [CASE ...]
 
-A SETTING is comma-separated ``name=value`` pairs: ``split`` sets
-``CUDAExecutor.split_rows``; any other name is a leaf size or crossover of
-``tricov.set_leaf_size`` (``trsm=256``, ``syrk_whole=4096``, ...); an empty setting (``''``)
-is the defaults. A CASE is ``op:shape[:dtype]`` (``trsm:4096x4096``, ``potrf:4096:float64``;
-float32 by default). Example (the split-TF32 threshold, benchmarks/README.md):
+A SETTING is comma-separated ``name=value`` pairs: a class attribute of ``CUDAExecutor``
+(``split_rows=384``, ``herk_native=4096``; ``split`` is short for ``split_rows``), or else a
+leaf size or crossover of ``tricov.set_leaf_size`` (``trsm=256``, ``syrk_whole=4096``, ...); an
+empty setting (``''``) is the defaults. A CASE is ``op:shape[:dtype]`` (``trsm:4096x4096``,
+``potrf:4096:float64``; float32 by default). Example (the split-TF32 threshold,
+benchmarks/README.md):
 
     PYTHONPATH=src python3 benchmarks/gpu_settings_ab.py split=512 split=384 split=512 \\
         split=384 -- trsm:4096x4096 potrs:4096x4096 trmm:16384x16384
@@ -50,13 +51,16 @@ def parse(argv: list[str]) -> tuple[list[dict[str, int]], list[tuple[str, tuple,
     return settings, cases
 
 
-def apply(setting: dict[str, int], dtype: np.dtype, split_rows: int) -> None:
-    """Make ``setting`` the current one (defaults for what it does not name)."""
+def apply(setting: dict[str, int], dtype: np.dtype, defaults: dict[str, int]) -> None:
+    """Make ``setting`` the current one (``defaults``, the executor's attributes as they were,
+    and the default leaf sizes for what it does not name)."""
     tc.set_leaf_size("gpu", "trsm", dtype, None)  # drops every override
-    CUDAExecutor.split_rows = split_rows
+    for name, value in defaults.items():
+        setattr(CUDAExecutor, name, value)
     for name, value in setting.items():
-        if name == "split":
-            CUDAExecutor.split_rows = value
+        name = "split_rows" if name == "split" else name
+        if name in defaults:
+            setattr(CUDAExecutor, name, value)
         else:
             tc.set_leaf_size("gpu", name, dtype, value)
 
@@ -64,7 +68,9 @@ def apply(setting: dict[str, int], dtype: np.dtype, split_rows: int) -> None:
 def main(argv: list[str]) -> None:
     settings, cases = parse(argv)
     device = GPUDevice()
-    split_rows, budget = CUDAExecutor.split_rows, _plans.WORKSPACE
+    names = {"split_rows" if n == "split" else n for s in settings for n in s}
+    defaults = {n: getattr(CUDAExecutor, n) for n in names if hasattr(CUDAExecutor, n)}
+    budget = _plans.WORKSPACE
     _plans.WORKSPACE = 1 << 50
     print(device.label(), settings)
     try:
@@ -83,10 +89,10 @@ def main(argv: list[str]) -> None:
             count = len(settings)
 
             def before(i: int, dtype: np.dtype = dtype, count: int = count) -> None:
-                apply(settings[i] if i < count else {}, dtype, split_rows)
+                apply(settings[i] if i < count else {}, dtype, defaults)
 
             times = time_interleaved(contenders, 7, 2, before=before)
-            apply({}, dtype, split_rows)
+            apply({}, dtype, defaults)
             flops = case.flops(shape, dtype)
             native_s = times[count]
             peer_s = times[count + 1] if len(times) > count + 1 else native_s
@@ -99,7 +105,9 @@ def main(argv: list[str]) -> None:
             del pristine, contenders
             cp.get_default_memory_pool().free_all_blocks()
     finally:
-        CUDAExecutor.split_rows, _plans.WORKSPACE = split_rows, budget
+        for name, value in defaults.items():
+            setattr(CUDAExecutor, name, value)
+        _plans.WORKSPACE = budget
         tc.set_cuda_graphs(True)  # forgets the plans of the run
 
 
