@@ -17,6 +17,7 @@ Where the kept plans cannot all stay (the :data:`WORKSPACE` budget or the :data:
 caller cycling through more large operands than fit), a plan dropped after fewer than
 :data:`PAYBACK` replays marks its key as futile: later sightings of that key run eagerly, as
 with graphs turned off, instead of capturing again and again.
+
 Set ``TRICOV_CUDA_GRAPHS=0`` or call :func:`set_cuda_graphs` to run everything eagerly (this
 also turns off the replay of batched calls' launches, :mod:`tricov.batched._replay`).
 """
