@@ -97,6 +97,21 @@ def test_futile_keys_are_bounded_and_forgotten_with_the_plans(
     assert not _plans._futile and not _plans._plans
 
 
+def test_the_workspace_budget_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _plans._bytes("4G") == 4 << 30 and _plans._bytes(" 512m ") == 512 << 20
+    assert _plans._bytes("1000") == 1000 and _plans._bytes("0") == 0
+    for bad in ("", "G", "4T", "-1G", "1.5G"):
+        with pytest.raises(ValueError, match="TRICOV_PLAN_WORKSPACE"):
+            _plans._bytes(bad)
+    monkeypatch.delenv("TRICOV_PLAN_WORKSPACE", raising=False)
+    assert _plans._budget() == 4 << 30
+    monkeypatch.setenv("TRICOV_PLAN_WORKSPACE", "8G")
+    assert _plans._budget() == 8 << 30
+    monkeypatch.setenv("TRICOV_PLAN_WORKSPACE", "lots")
+    with pytest.warns(UserWarning, match="TRICOV_PLAN_WORKSPACE.*'lots'.*at most 4G"):
+        assert _plans._budget() == 4 << 30
+
+
 def test_split_tf32_setting_is_part_of_the_executor_settings(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Plans and replayed calls are keyed by the executor's settings: a plan captured with

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -36,10 +37,36 @@ __all__ = ["cuda_graphs_enabled", "find", "run", "set_cuda_graphs"]
 
 #: Plans kept per process (least recently used ones are dropped first).
 CAPACITY = 64
+def _bytes(text: str) -> int:
+    """A byte count written as an integer with an optional suffix K, M or G (powers of 1024)."""
+    value = text.strip().upper()
+    shift = {"K": 10, "M": 20, "G": 30}.get(value[-1:], 0)
+    try:
+        count = int(value[:-1] if shift else value)
+    except ValueError:
+        raise ValueError(f"TRICOV_PLAN_WORKSPACE must be a byte count such as 8G, got "
+                         f"{text!r}") from None
+    if count < 0:
+        raise ValueError(f"TRICOV_PLAN_WORKSPACE must not be negative, got {text!r}")
+    return count << shift
+
+
 #: Bytes of device workspace the kept plans may hold together (a plan keeps the workspaces of
 #: its recursion, up to a few copies of the largest block of its operands; least recently
-#: used plans are dropped first, the newest is always kept).
-WORKSPACE = 4 << 30
+#: used plans are dropped first, the newest is always kept): 4 GiB, or ``TRICOV_PLAN_WORKSPACE``
+#: (``8G``, ``512M``, ...), for callers that repeat calls on more large operands than that holds.
+def _budget() -> int:
+    """The workspace budget of the environment (4 GiB by default, or where its value cannot be
+    read, with a warning)."""
+    text = os.environ.get("TRICOV_PLAN_WORKSPACE", "4G")
+    try:
+        return _bytes(text)
+    except ValueError as err:
+        warnings.warn(f"{err}; the plans keep at most 4G", stacklevel=2)
+        return 4 << 30
+
+
+WORKSPACE = _budget()
 
 #: Replays a plan needs before it is dropped for its key to be captured again later.
 PAYBACK = 2
