@@ -97,6 +97,30 @@ def test_futile_keys_are_bounded_and_forgotten_with_the_plans(
     assert not _plans._futile and not _plans._plans
 
 
+def test_timing_runs_keep_every_plan_then_trim(monkeypatch: pytest.MonkeyPatch,
+                                              fresh: None) -> None:
+    """Interleaved timing keeps every contender's plan (tricov.bench.runner), and the cache is
+    back within its budget afterwards, the oldest dropped (replayed: not futile)."""
+    from tricov.bench.runner import time_interleaved
+
+    monkeypatch.setattr(_plans, "WORKSPACE", 1000)
+    seen = []
+
+    class _Contender:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+        def timed(self) -> float:
+            seen.append(_plans.WORKSPACE)
+            if _plans._lookup(self.key)[0] is None:
+                _plans._remember(self.key, _plan(600))
+            return 1.0
+
+    time_interleaved([_Contender(k) for k in "abc"], repeat=2, warmup=1)
+    assert min(seen) > 3 * 600 and _plans.WORKSPACE == 1000
+    assert len(_plans._plans) == 1 and not _plans._futile
+
+
 def test_the_workspace_budget_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _plans._bytes("4G") == 4 << 30 and _plans._bytes(" 512m ") == 512 << 20
     assert _plans._bytes("1000") == 1000 and _plans._bytes("0") == 0

@@ -24,19 +24,19 @@ also turns off the replay of batched calls' launches, :mod:`tricov.batched._repl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .backends.base import Executor
 
-__all__ = ["cuda_graphs_enabled", "find", "run", "set_cuda_graphs"]
+__all__ = ["cuda_graphs_enabled", "find", "kept", "run", "set_cuda_graphs"]
 
-#: Plans kept per process (least recently used ones are dropped first).
-CAPACITY = 64
+
 def _bytes(text: str) -> int:
     """A byte count written as an integer with an optional suffix K, M or G (powers of 1024)."""
     value = text.strip().upper()
@@ -51,10 +51,6 @@ def _bytes(text: str) -> int:
     return count << shift
 
 
-#: Bytes of device workspace the kept plans may hold together (a plan keeps the workspaces of
-#: its recursion, up to a few copies of the largest block of its operands; least recently
-#: used plans are dropped first, the newest is always kept): 4 GiB, or ``TRICOV_PLAN_WORKSPACE``
-#: (``8G``, ``512M``, ...), for callers that repeat calls on more large operands than that holds.
 def _budget() -> int:
     """The workspace budget of the environment (4 GiB by default, or where its value cannot be
     read, with a warning)."""
@@ -66,6 +62,12 @@ def _budget() -> int:
         return 4 << 30
 
 
+#: Plans kept per process (least recently used ones are dropped first).
+CAPACITY = 64
+#: Bytes of device workspace the kept plans may hold together (a plan keeps the workspaces of
+#: its recursion, up to a few copies of the largest block of its operands; least recently
+#: used plans are dropped first, the newest is always kept): 4 GiB, or ``TRICOV_PLAN_WORKSPACE``
+#: (``8G``, ``512M``, ...), for callers that repeat calls on more large operands than that holds.
 WORKSPACE = _budget()
 
 #: Replays a plan needs before it is dropped for its key to be captured again later.
@@ -182,14 +184,37 @@ def _remember(key: tuple, value: Any) -> None:
         _futile.pop(key, None)
         _plans[key] = value
         _plans.move_to_end(key)
-        held = sum(_nbytes(entry) for entry in _plans.values())
-        while len(_plans) > 1 and (len(_plans) > CAPACITY or held > WORKSPACE):
-            dropped, entry = _plans.popitem(last=False)
-            held -= _nbytes(entry)
-            if isinstance(entry, _Plan) and entry.replays < PAYBACK:
-                _futile[dropped] = None
-                if len(_futile) > FUTILE:
-                    _futile.popitem(last=False)
+        _trim()
+
+
+def _trim() -> None:
+    """Drop the least recently used entries beyond the budgets (under the lock); a plan dropped
+    before it paid makes its key futile."""
+    held = sum(_nbytes(entry) for entry in _plans.values())
+    while len(_plans) > 1 and (len(_plans) > CAPACITY or held > WORKSPACE):
+        dropped, entry = _plans.popitem(last=False)
+        held -= _nbytes(entry)
+        if isinstance(entry, _Plan) and entry.replays < PAYBACK:
+            _futile[dropped] = None
+            if len(_futile) > FUTILE:
+                _futile.popitem(last=False)
+
+
+@contextlib.contextmanager
+def kept() -> Iterator[None]:
+    """Keep every plan captured meanwhile whatever its workspace, then drop the oldest down to
+    :data:`WORKSPACE` again: for timing runs (:func:`tricov.bench.runner.time_interleaved`),
+    whose contenders take turns on operands or settings of their own, so that their plans do
+    not push each other out and time captures and eager runs instead of replays."""
+    global WORKSPACE
+    with _lock:
+        budget, WORKSPACE = WORKSPACE, max(WORKSPACE, 1 << 62)
+    try:
+        yield
+    finally:
+        with _lock:
+            WORKSPACE = budget
+            _trim()
 
 
 def _capture(ex: Executor, fn: Callable[..., Any], args: tuple) -> _Plan:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _policy
+from .. import _plans, _policy
 from .cases import CASES, Case, format_shape, random_matrix, shapes_for
 from .devices import Device
 from .flops import gemm_flops
@@ -128,19 +128,25 @@ def time_interleaved(contenders: Sequence[Contender], repeat: int, warmup: int =
         switch the leaf size between contenders that share one implementation.
     reduce : callable
         Turns the ``repeat`` times of a contender into one number (default: the median).
+
+    On a GPU, the plans the contenders capture are all kept meanwhile (:func:`tricov._plans.kept`):
+    large float32 plans take about 1.5 GiB each, and a few contenders on their own operands or
+    settings would otherwise push each other's out of the cache's budget and be timed on
+    captures and eager runs (identical contenders of TRTRI 16384 differed by 1.5x that way).
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     n = len(contenders)
     times: list[list[float]] = [[] for _ in range(n)]
-    for r in range(warmup + repeat):
-        for j in range(n):
-            i = (r + j) % n  # rotate who goes first
-            if before is not None:
-                before(i)
-            t = contenders[i].timed()
-            if r >= warmup:
-                times[i].append(t)
+    with _plans.kept():  # every contender's GPU plans stay, whatever their workspace
+        for r in range(warmup + repeat):
+            for j in range(n):
+                i = (r + j) % n  # rotate who goes first
+                if before is not None:
+                    before(i)
+                t = contenders[i].timed()
+                if r >= warmup:
+                    times[i].append(t)
     return [reduce(t) for t in times]
 
 
