@@ -36,7 +36,11 @@ def device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     stream = types.SimpleNamespace(capturing=False, ptr=0)
     stream.is_capturing = lambda: stream.capturing
     cuda = types.ModuleType("cupy.cuda")
-    cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    stream.waits, stream.records = [], []  # (stream, event) of the runtime's calls
+    cuda.runtime = types.SimpleNamespace(
+        getDevice=lambda: 0, streamWaitEvent=lambda s, e: stream.waits.append((s, e)),
+        eventRecord=lambda e, s: stream.records.append((s, e)))
+    cuda.Event = lambda **options: types.SimpleNamespace(ptr=0xE7)
     cuda.get_current_stream = lambda: stream
     cupy = types.ModuleType("cupy")
     cupy.cuda = cuda
@@ -77,6 +81,7 @@ def _plan(log: list, name: str, info: int = 0) -> _plans._Plan:
 def plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty table of plans for the test; no call recorded after it."""
     monkeypatch.setattr(_plans, "_plans", type(_plans._plans)())
+    monkeypatch.setattr(_plans, "_last", {})  # no event of a stand-in outlives the test
     yield
     _calls.clear()
 
@@ -190,6 +195,21 @@ def test_replay_takes_the_recorded_steps(device: types.SimpleNamespace, plans: N
         _calls.replay(("poti",), (operand,))
     assert log == [("test", "cupy", operand), ("launch", "potrf"), ("launch", "trtri")]
     assert not _calls.replay(("other",), ()) and not _calls.replay(None, ())
+
+
+def test_plans_on_another_stream_wait_for_the_last_launch(device: types.SimpleNamespace,
+                                                          plans: None) -> None:
+    """An event is recorded after every launch; a launch on another stream than the last one
+    first waits for it (the plans share a cuBLAS workspace), one on the same stream does not."""
+    log: list = []
+    first, second = _plan(log, "potrf"), _plan(log, "trtri")
+    other = types.SimpleNamespace(ptr=0x5000)
+    for plan, stream in ((first, device), (second, device), (first, other), (second, other),
+                         (first, device)):
+        _plans.launch(plan, stream)
+    assert log == [("launch", n) for n in ("potrf", "trtri", "potrf", "trtri", "potrf")]
+    assert device.records == [(s, 0xE7) for s in (0, 0, 0x5000, 0x5000, 0)]
+    assert device.waits == [(0x5000, 0xE7), (0, 0xE7)]
 
 
 def test_replay_declines_without_its_plans(device: types.SimpleNamespace, plans: None) -> None:

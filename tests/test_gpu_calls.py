@@ -322,3 +322,38 @@ def test_torch_on_another_stream_is_converted(cp, small_leaves, monkeypatch):
             assert len(converted) >= 2, trial
         torch.cuda.synchronize()
         assert np.abs(a @ t_b.cpu().numpy() - b).max() < 1e-9, trial
+
+
+def test_plans_on_two_streams_run_one_after_the_other(cp, small_leaves):
+    """Plans share the capture handle's cuBLAS workspace: a plan launched on a second stream
+    waits for the first stream's queue (here a kernel that spins for a second), and every
+    result of plans alternating between two streams is right."""
+    spin = cp.RawKernel(r"""
+    extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) {}
+    }""", "spin")
+    rng = np.random.default_rng(11)
+    a = [_factor(rng, N) for _ in range(2)]
+    A = [cp.asarray(x, order="F") for x in a]
+    B = [cp.empty((N, 5), order="F") for _ in range(2)]
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    for _ in range(8):
+        b = [rng.standard_normal((N, 5)) for _ in range(2)]
+        for i in range(2):
+            with streams[i]:
+                B[i].set(np.asfortranarray(b[i]), stream=streams[i])
+                tc.trsm(A[i], B[i])
+        for i in range(2):
+            streams[i].synchronize()
+            assert np.abs(a[i] @ cp.asnumpy(B[i]) - b[i]).max() < 1e-9
+    assert _plans._plans and _calls._kept  # the later steps replayed
+    with streams[0]:
+        spin((1,), (1,), (np.int64(2_000_000_000),))  # about a second
+        tc.trsm(A[0], B[0])
+    with streams[1]:
+        tc.trsm(A[1], B[1])
+        done = streams[1].record()
+    assert not done.done  # the second stream waits for the spinning one
+    streams[1].synchronize()
+    assert streams[0].done

@@ -106,7 +106,7 @@ def replay(call: tuple | None, arrays: tuple[Any, ...]) -> bool:
     for kind, arg in steps:
         if kind == PLAN:
             plan = next(launch)
-            plan.graph.launch(stream=stream)
+            _plans.launch(plan, stream)
         elif kind == FAILURE:
             info = plan.ex.info
             if info:
