@@ -184,8 +184,11 @@ class CUDAExecutor(Executor):
     #: ``LeafSizes.syrk_split`` rows, see ``_policy``).
     herk_by_gemm = 1
     herk_native = 2048
-    #: Bytes of the copy of B a staged TRMM takes at most (wider B goes in panels).
-    stage_bytes = 1 << 28
+    #: Bytes of the copy of B a staged TRMM, or of the workspace a TRSM solves into, takes at
+    #: most (wider B goes in panels). 512 MiB rather than 256: float64 TRSM of 8192² (whole)
+    #: and 16384² (panels of 4096 columns) ran 1.03 / 1.02x as fast, its leaves' GEMMs twice
+    #: as wide; TRMM and float32 within 1% (one H100, benchmarks/gpu_stage_bytes_h100.txt).
+    stage_bytes = 1 << 29
     #: POTRF leaves of more than the shared-memory kernel's block and at most this many rows
     #: are factored by tiles (``potrf_tiles``, not complex128); larger ones by cuSOLVER. None:
     #: the measured limit of the dtype (:data:`tricov.kernels.TILE_POTRF`), beyond which the
