@@ -5,6 +5,7 @@ The GPU suite (tests/test_gpu_calls.py) checks replayed results on a device."""
 from __future__ import annotations
 
 import sys
+import threading
 import types
 
 import numpy as np
@@ -210,6 +211,21 @@ def test_plans_on_another_stream_wait_for_the_last_launch(device: types.SimpleNa
     assert log == [("launch", n) for n in ("potrf", "trtri", "potrf", "trtri", "potrf")]
     assert device.records == [(s, 0xE7) for s in (0, 0, 0x5000, 0x5000, 0)]
     assert device.waits == [(0x5000, 0xE7), (0, 0xE7)]
+
+
+def test_per_thread_default_streams_are_told_apart(device: types.SimpleNamespace,
+                                                   plans: None) -> None:
+    """The per-thread default stream has one handle (2) for another stream in each thread: a
+    launch on it from a second thread waits for the first thread's."""
+    log: list = []
+    per_thread = types.SimpleNamespace(ptr=2)
+    _plans.launch(_plan(log, "potrf"), per_thread)
+    _plans.launch(_plan(log, "potrf"), per_thread)
+    assert device.waits == []
+    other = threading.Thread(target=_plans.launch, args=(_plan(log, "trtri"), per_thread))
+    other.start()
+    other.join()
+    assert device.waits == [(2, 0xE7)] and len(log) == 3
 
 
 def test_replay_declines_without_its_plans(device: types.SimpleNamespace, plans: None) -> None:

@@ -85,6 +85,7 @@ _lock = threading.Lock()
 _plans: OrderedDict[tuple, Any] = OrderedDict()
 _futile: OrderedDict[tuple, None] = OrderedDict()
 _enabled = os.environ.get("TRICOV_CUDA_GRAPHS", "1") != "0"
+_PER_THREAD = 2  # cudaStreamPerThread
 _last: dict[int, list] = {}  # per device: the last plan launch's stream, an event after it
 
 
@@ -158,16 +159,18 @@ def launch(plan: Any, stream: Any) -> None:
     from cupy.cuda import runtime
 
     device, ptr = runtime.getDevice(), stream.ptr
+    # the per-thread default stream has one handle for a different stream in every thread
+    where = (ptr, threading.get_ident()) if ptr == _PER_THREAD else ptr
     with _lock:  # held through the launch: another thread's plan queues before or after it
         last = _last.get(device)
         if last is None:
             import cupy
 
             done = cupy.cuda.Event(block=False, disable_timing=True)
-            last = _last[device] = [ptr, done.ptr, done]
-        elif last[0] != ptr:
+            last = _last[device] = [where, done.ptr, done]
+        elif last[0] != where:
             runtime.streamWaitEvent(ptr, last[1])
-            last[0] = ptr
+            last[0] = where
         plan.graph.launch(stream=stream)
         runtime.eventRecord(last[1], ptr)
 
