@@ -83,6 +83,21 @@ __device__ __forceinline__ void stage_slab16(float* As, float* Bs, const float* 
     asm volatile("cp.async.commit_group;\n" ::);
 }
 
+// Stage a slab into the stage at st if `any` (else only commit an empty group, so that every
+// iteration counts one group).
+template <bool VEC>
+__device__ __forceinline__ void stage(float* st, bool any, const float* A, long long lda, int ta,
+                                      const float* B, long long ldb, int tb, int m, int n, int k,
+                                      int i0, int j0, int k0)
+{
+    if (any && VEC)
+        stage_slab16(st, st + SG_DEPTH * SG_LD, A, lda, B, ldb, m, n, k, i0, j0, k0);
+    else if (any)
+        stage_slab(st, st + SG_DEPTH * SG_LD, A, lda, ta, B, ldb, tb, m, n, k, i0, j0, k0);
+    else
+        asm volatile("cp.async.commit_group;\n" ::);
+}
+
 // ta, tb: whether op(A), op(B) transpose (float32 has no conjugate). C and D column-major (D
 // may be C); C is not read where beta is zero. Grid: ceil(m / 32) x ceil(n / 32) blocks of
 // SG_THREADS threads, small_gemm_smem() bytes of dynamic shared memory. sm_90 (mma.m16n8k4
@@ -103,29 +118,15 @@ small_gemm(int m, int n, int k, float alpha, const float* __restrict__ A, long l
     const int slabs = (k + SG_DEPTH - 1) / SG_DEPTH;
 #pragma unroll
     for (int s = 0; s < SG_STAGES - 1; ++s) {
-        float* st = smem + s * SG_STAGE;
-        if (s < slabs && VEC)
-            stage_slab16(st, st + SG_DEPTH * SG_LD, A, lda, B, ldb, m, n, k, i0, j0,
-                         s * SG_DEPTH);
-        else if (s < slabs)
-            stage_slab(st, st + SG_DEPTH * SG_LD, A, lda, ta, B, ldb, tb, m, n, k, i0, j0,
-                       s * SG_DEPTH);
-        else
-            asm volatile("cp.async.commit_group;\n" ::);
+        stage<VEC>(smem + s * SG_STAGE, s < slabs, A, lda, ta, B, ldb, tb, m, n, k, i0, j0,
+                   s * SG_DEPTH);
     }
     for (int s = 0; s < slabs; ++s) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(SG_STAGES - 2));
         __syncthreads();  // slab s is in; every warp is done with slab s - 1's stage
         const int next = s + SG_STAGES - 1;
-        float* st = smem + (next % SG_STAGES) * SG_STAGE;
-        if (next < slabs && VEC)
-            stage_slab16(st, st + SG_DEPTH * SG_LD, A, lda, B, ldb, m, n, k, i0, j0,
-                         next * SG_DEPTH);
-        else if (next < slabs)
-            stage_slab(st, st + SG_DEPTH * SG_LD, A, lda, ta, B, ldb, tb, m, n, k, i0, j0,
-                       next * SG_DEPTH);
-        else
-            asm volatile("cp.async.commit_group;\n" ::);
+        stage<VEC>(smem + (next % SG_STAGES) * SG_STAGE, next < slabs, A, lda, ta, B, ldb, tb,
+                   m, n, k, i0, j0, next * SG_DEPTH);
         const float* As = smem + (s % SG_STAGES) * SG_STAGE;
         const float* Bs = As + SG_DEPTH * SG_LD;
 #pragma unroll

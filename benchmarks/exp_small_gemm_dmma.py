@@ -11,9 +11,9 @@ and leading dimensions are multiples of 4 and the operands 16-byte aligned.
 
 Checked first against float64 NumPy on every pair of transposes, odd shapes, views with leading
 dimensions above the rows, and an empty depth (D = beta C); then timed against cuBLAS's SGEMM
-and its DGEMM on float64 copies of the data: 50 calls in one CUDA graph, best of 5 replays,
-microseconds per call. The shapes are the products of a narrow TRSM's lower levels and leaves
-(benchmarks/README.md, session 31, where the results are).
+and its DGEMM on float64 copies of the data: 50 calls in one CUDA graph, best of 3 replays
+(``gpu_small_gemm_algos.per_call``), microseconds per call. The shapes are the products of a
+narrow TRSM's lower levels and leaves (benchmarks/README.md, session 31, has the results).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import cupy as cp
 import numpy as np
+from gpu_small_gemm_algos import per_call
 
 from tricov.backends import cuda_libs as lib
 from tricov.kernels import nvrtc
@@ -92,38 +93,18 @@ def check() -> None:
           f"(float32 NumPy {worst_numpy:.2e})")
 
 
-def per_call(call, reps: int = 50) -> float:
-    """Microseconds per ``call(stream)``, ``reps`` calls in one CUDA graph, best of 5."""
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        call(stream)
-        stream.synchronize()
-        stream.begin_capture()
-        for _ in range(reps):
-            call(stream)
-        graph = stream.end_capture()
-        graph.launch(stream)
-        start, stop, best = cp.cuda.Event(), cp.cuda.Event(), float("inf")
-        for _ in range(5):
-            start.record(stream)
-            graph.launch(stream)
-            stop.record(stream)
-            stop.synchronize()
-            best = min(best, cp.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
-    return best
-
-
-def cublas(handle: int, dtype, shape: tuple, ops: tuple, stream) -> None:
+def cublas(handle: int, dtype, shape: tuple, ops: tuple, stream: int) -> None:
     (m, n, k), (one, zero, a, b, c) = shape, ops
-    lib.bind_blas(stream.ptr, handle)
+    lib.bind_blas(stream, handle)
     lib.check(lib.blas("gemm_v2", dtype)(handle, 0, 0, m, n, k, one.ctypes.data, a.data.ptr, m,
                                          b.data.ptr, k, zero.ctypes.data, c.data.ptr, m), "gemm")
 
 
-def ours(vec: bool, shape: tuple, ops: tuple, stream) -> None:
+def ours(vec: bool, shape: tuple, ops: tuple, stream: int) -> None:
+    """small_gemm on the current stream (per_call's, whose address is ``stream``)."""
     (m, n, k), (_, _, a, b, c) = shape, ops
     launch(vec, m, n, k, 1.0, a.data.ptr, m, 0, b.data.ptr, k, 0, 0.0, c.data.ptr, m,
-           c.data.ptr, m, stream)
+           c.data.ptr, m)
 
 
 def main() -> None:
