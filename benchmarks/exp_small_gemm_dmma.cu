@@ -5,7 +5,7 @@
 // 128 tiles of 32 x 32), where cuBLAS's SGEMM splits the depth over a few blocks and sums the
 // parts in a second kernel. Here a block owns one 32 x 32 tile of D: its four warps take a
 // quarter of the depth of every slab each and add their parts in shared memory at the end.
-#include "common.cuh"  // src/tricov/kernels/cuda
+#include "batched_tile.cu"  // src/tricov/kernels/cuda: copy_async, copies_sent, copies_done
 
 namespace tricov {
 
@@ -23,13 +23,9 @@ __host__ __device__ constexpr int small_gemm_smem()
                                                                  : 4 * SG_TILE * SG_PART * 8;
 }
 
-// One float from global to shared memory, asynchronously (zero where !ok: nothing is read).
-__device__ __forceinline__ void copy_async(float* dst, const float* src, bool ok)
-{
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
-                 "r"(ok ? 4 : 0));
-}
+using tile::copies_done;
+using tile::copies_sent;
+using tile::copy_async;
 
 // Stage the slab of depth [k0, k0 + SG_DEPTH) of the block's tile: As[p][i] = op(A)(i0 + i,
 // k0 + p) and Bs[p][j] = op(B)(k0 + p, j0 + j), zero outside the matrices. Consecutive threads
@@ -52,7 +48,7 @@ __device__ __forceinline__ void stage_slab(float* As, float* Bs, const float* A,
                             : B + (k0 + r) + (long long)(j0 + j) * ldb;
         copy_async(Bs + r * SG_LD + j, b_ok ? b : B, b_ok);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    copies_sent();
 }
 
 // The same slab by 16-byte copies, where neither operand is transposed, every row count and
@@ -80,7 +76,7 @@ __device__ __forceinline__ void stage_slab16(float* As, float* Bs, const float* 
         copy_async16(Bs + slow * SG_LD_B + fast,
                      b_ok ? B + (k0 + fast) + (long long)(j0 + slow) * ldb : B, b_ok);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    copies_sent();
 }
 
 // Stage a slab into the stage at st if `any` (else only commit an empty group, so that every
@@ -95,7 +91,7 @@ __device__ __forceinline__ void stage(float* st, bool any, const float* A, long 
     else if (any)
         stage_slab(st, st + SG_DEPTH * SG_LD, A, lda, ta, B, ldb, tb, m, n, k, i0, j0, k0);
     else
-        asm volatile("cp.async.commit_group;\n" ::);
+        copies_sent();
 }
 
 // ta, tb: whether op(A), op(B) transpose (float32 has no conjugate). C and D column-major (D
@@ -122,7 +118,7 @@ small_gemm(int m, int n, int k, float alpha, const float* __restrict__ A, long l
                    s * SG_DEPTH);
     }
     for (int s = 0; s < slabs; ++s) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(SG_STAGES - 2));
+        copies_done<SG_STAGES - 2>();
         __syncthreads();  // slab s is in; every warp is done with slab s - 1's stage
         const int next = s + SG_STAGES - 1;
         stage<VEC>(smem + (next % SG_STAGES) * SG_STAGE, next < slabs, A, lda, ta, B, ldb, tb,
@@ -153,7 +149,7 @@ small_gemm(int m, int n, int k, float alpha, const float* __restrict__ A, long l
                         : "d"(a[mb][0]), "d"(a[mb][1]), "d"(b[nb]));
         }
     }
-    asm volatile("cp.async.wait_all;\n" ::);
+    copies_done<0>();
     __syncthreads();
     // The warps' parts, added in a fixed order (the same result on every run).
     double* part = reinterpret_cast<double*>(smem);  // [warp][column][row]
