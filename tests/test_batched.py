@@ -451,6 +451,30 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
                     assert_small(potrf_error(a0[k], a[k], "L"), np.float64, 7, f"{path} {k}")
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
+def test_prefetched_views(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Members small enough to be prefetched ahead of their chunk, as views with a leading
+    dimension above their rows, in more chunks than the prefetch distance, on two threads."""
+    from tricov.batched import _cpu
+    from tricov.kernels.numba import small
+
+    monkeypatch.setattr(small, "SERIAL_WORK", 1)
+    monkeypatch.setattr(_cpu.numba, "get_num_threads", lambda: 2)
+    n, count = 16, 8 * small.lanes_for(dtype) + 3
+    low, high = small.PREFETCH_BYTES
+    assert low < n * n * np.dtype(dtype).itemsize <= high
+    rng = make_rng("batched-prefetch", str(dtype))
+    buffer = np.full((count, n + 5, n + 2), np.nan, dtype)
+    a = buffer[:, 1:1 + n, :n]
+    a[...] = spd_stack(rng, n, dtype, (count,))
+    a0 = a.copy()
+    tc.batched.potrf(a)
+    for k in range(count):
+        assert_small(potrf_error(a0[k], a[k], "L"), dtype, n, f"member {k}")
+    assert np.isnan(buffer[:, 0]).all() and np.isnan(buffer[:, 1 + n:]).all()
+    assert np.isnan(buffer[:, :, n:]).all()
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
 @pytest.mark.parametrize("n", [1, 5, 8, 13, 32])
 def test_sector_bytes(n: int, dtype: str) -> None:

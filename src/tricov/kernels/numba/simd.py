@@ -18,8 +18,9 @@ from numba.core import cgutils
 from numba.core.datamodel import models
 from numba.extending import intrinsic, register_model
 
-__all__ = ["LANE_BYTES", "LaneVector", "lanes", "tload", "tstore", "vadd", "vdiv", "vfill",
-           "vfma", "vfnma", "vload", "vmul", "vneg", "vnotpos", "vsplat", "vsqrt", "vstore"]
+__all__ = ["LANE_BYTES", "LaneVector", "lanes", "prefetch", "tload", "tstore", "vadd", "vdiv",
+           "vfill", "vfma", "vfnma", "vload", "vmul", "vneg", "vnotpos", "vsplat", "vsqrt",
+           "vstore"]
 
 #: Bytes of one lane vector.
 LANE_BYTES = 64
@@ -367,3 +368,22 @@ def tstore(typingctx, s, src, step, z, conj, addrs, first, lanes, off, keep):
         return context.get_dummy_value()
 
     return types.void(s, src, step, z, conj, addrs, first, lanes, off, keep), codegen
+
+
+@intrinsic
+def prefetch(typingctx, addr):
+    """Ask for the cache line at byte address ``addr`` (an int64) to be read into the second
+    level cache (a hint: no fault, whatever the address)."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # read (0), locality 2 (prefetcht1: L2 and beyond), data cache (1)
+        builder.call(fn, [builder.inttoptr(args[0], i8p), ir.Constant(i32, 0),
+                          ir.Constant(i32, 2), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(addr), codegen
