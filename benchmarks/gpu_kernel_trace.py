@@ -25,10 +25,9 @@ import tempfile
 
 import cupy as cp
 import numpy as np
-from gpu_settings_ab import apply
+from gpu_settings_ab import apply, executor_settings
 from torch.profiler import ProfilerActivity, profile
 
-from tricov.backends.cuda import CUDAExecutor
 from tricov.bench.cases import CASES
 from tricov.bench.devices import GPUDevice
 from tricov.bench.runner import Job
@@ -64,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     setting = dict((k, int(v)) for k, v in (s.split("=") for s in args.settings))
     names = {"split_rows" if n == "split" else n for n in setting}
-    defaults = {n: getattr(CUDAExecutor, n) for n in names if hasattr(CUDAExecutor, n)}
+    defaults = executor_settings(names)
     device = GPUDevice()
     print(device.label(), setting or "defaults")
     for spec in args.cases:

@@ -49,6 +49,13 @@ def parse(argv: list[str]) -> tuple[list[dict[str, int]], list[tuple[str, tuple,
     return settings, cases
 
 
+def executor_settings(names: set[str]) -> dict[str, object]:
+    """The current values of those ``names`` that are settings of ``CUDAExecutor`` (class
+    attributes that are not methods: ``potrf`` or ``trsm`` name its methods, and leaf sizes)."""
+    return {n: getattr(CUDAExecutor, n) for n in names
+            if hasattr(CUDAExecutor, n) and not callable(getattr(CUDAExecutor, n))}
+
+
 def apply(setting: dict[str, int], dtype: np.dtype, defaults: dict[str, int]) -> None:
     """Make ``setting`` the current one (``defaults``, the executor's attributes as they were,
     and the default leaf sizes for what it does not name)."""
@@ -67,7 +74,7 @@ def main(argv: list[str]) -> None:
     settings, cases = parse(argv)
     device = GPUDevice()
     names = {"split_rows" if n == "split" else n for s in settings for n in s}
-    defaults = {n: getattr(CUDAExecutor, n) for n in names if hasattr(CUDAExecutor, n)}
+    defaults = executor_settings(names)
     print(device.label(), settings)
     try:
         for op, shape, dtype in cases:
