@@ -366,6 +366,37 @@ def test_nan_pivot_order(cp, monkeypatch, dtype, n, vendor):
         tc.potrf(S)  # the same plan, no failure
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vendor_potrf_c_order(cp, monkeypatch, dtype):
+    """cuSOLVER's POTRF on a C-ordered view (row stride above its order): factored as the
+    lower triangle between two in-place transposes. The factor is right, the other triangle
+    (NaN here) and the columns beside the view come back bitwise, and a failing leading minor
+    is reported at its order."""
+    from tricov.backends.cuda import CUDAExecutor
+
+    monkeypatch.setattr(CUDAExecutor, "tile_potrf", 0)
+    n = 333  # 11 tiles of 32, the last partial
+    rng = np.random.default_rng(333)
+    s = _spd(rng, n, dtype)
+    buf = np.full((n, n + 5), 7.0, dtype)
+    buf[:, 2:2 + n] = s
+    view = buf[:, 2:2 + n]
+    view[np.triu_indices(n, 1)] = np.nan
+    B = cp.asarray(buf)  # C order
+    tc.potrf(B[:, 2:2 + n])
+    got = cp.asnumpy(B)
+    low = np.tril(got[:, 2:2 + n]).astype(np.complex128)
+    err = np.linalg.norm(low @ low.conj().T - s, 1) / np.linalg.norm(s, 1)
+    assert err < 10 * n * _eps(dtype), err
+    assert np.isnan(got[:, 2:2 + n][np.triu_indices(n, 1)]).all()
+    assert (got[:, :2] == 7).all() and (got[:, 2 + n:] == 7).all()
+    bad = _spd(rng, n, dtype)
+    bad[200, 200] = -1000
+    with pytest.raises(tc.NotPositiveDefiniteError) as err_info:
+        tc.potrf(cp.asarray(bad))
+    assert err_info.value.order == 201
+
+
 def test_singular_trtri(cp):
     t = np.eye(20)
     t[4, 4] = 0

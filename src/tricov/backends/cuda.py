@@ -491,7 +491,15 @@ class CUDAExecutor(Executor):
         if self._sb < n <= tiles and char in TILE_POTRF:
             return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
-            ok = super().potrf(a, offset)
+            if n and a.t:
+                # cuSOLVER's upper POTRF ran 2.5-3x slower than its lower on an H100
+                # (benchmarks/gpu_potrf_order.py): the lower one, between two in-place
+                # transposes of the block (the other triangle comes back bitwise)
+                self._transpose_square(n, a.ptr, a.ld)
+                ok = self._record(self.raw_potrf(b"L", n, a.ptr, a.ld), offset)
+                self._transpose_square(n, a.ptr, a.ld)
+            else:
+                ok = super().potrf(a, offset)
             if n:  # a second status, read after cuSOLVER's own
                 self._record(self.nan_pivot(n, a.ptr, a.ld), offset)
             return ok
@@ -500,6 +508,13 @@ class CUDAExecutor(Executor):
             np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
             np.uint64(self._status_ptr(status))), square_smem(self.dtype.itemsize))
         return self._record(status, offset)
+
+    def _transpose_square(self, n: int, a: int, lda: int) -> None:
+        """The ``n x n`` block at ``a`` (leading dimension ``lda``) transposed in place, on the
+        stream (``transpose_square`` in triangular.cu)."""
+        tiles = -(-n // 32)
+        nvrtc.function("triangular.cu", f"tricov::transpose_square<{self._ctype}>")(
+            (tiles, tiles), (32, 8), (np.int32(n), np.uint64(a), np.int64(lda)))
 
     def _potrf_tiles(self, a: Mat, offset: int) -> bool:
         """The POTRF leaf by tiles of 32 in one launch (``potrf_tiles``): as many blocks of

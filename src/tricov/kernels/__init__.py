@@ -467,6 +467,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
             for zero in ("false", "true"):
                 decls.append(f"__global__ void tricov::diag_find<{t}, {zero}>(int, const {t}*, "
                              "long long, int*)")
+            decls.append(f"__global__ void tricov::transpose_square<{t}>(int, {t}*, long long)")
         elif source == "leaves.cu":
             sb = block_order(size)
             real = "float" if size == 4 or t == "tricov::cplx<float>" else "double"

@@ -36,6 +36,32 @@ __global__ void tri_update(int n, T alpha, const T* __restrict__ W, long long ld
     D[i + j * ldd] = v;
 }
 
+// The n x n column-major block A <- A^T in place (no conjugation): blockIdx (x, y) swaps the
+// tiles of 32 x 32 at block row x and column y with those at row y and column x (x >= y; the
+// others return), through shared memory so that both reads and writes run down columns.
+template <typename T>
+__global__ void transpose_square(int n, T* A, long long lda)
+{
+    const int bi = blockIdx.x, bj = blockIdx.y, tx = threadIdx.x, ty = threadIdx.y;
+    if (bi < bj) return;
+    __shared__ T lo[32][33], up[32][33];
+#pragma unroll
+    for (int k = 0; k < 32; k += 8) {
+        int i = bi * 32 + tx, j = bj * 32 + ty + k;
+        if (i < n && j < n) lo[ty + k][tx] = A[i + (long long)j * lda];
+        i = bj * 32 + tx, j = bi * 32 + ty + k;
+        if (bi != bj && i < n && j < n) up[ty + k][tx] = A[i + (long long)j * lda];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 32; k += 8) {
+        int i = bj * 32 + tx, j = bi * 32 + ty + k;
+        if (i < n && j < n) A[i + (long long)j * lda] = lo[tx][ty + k];
+        i = bi * 32 + tx, j = bj * 32 + ty + k;
+        if (bi != bj && i < n && j < n) A[i + (long long)j * lda] = up[tx][ty + k];
+    }
+}
+
 // status[0] <- 1 + the first i < n whose diagonal element A[i * step] is NaN (ZERO false: the
 // order LAPACK reports for a NaN pivot, which cuSOLVER's POTRF does not test; a NaN anywhere in
 // the triangle reaches the diagonal of the factor in its own row) or exactly zero (ZERO true: the
