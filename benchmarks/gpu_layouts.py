@@ -35,17 +35,20 @@ OPS: dict[str, Callable[[dict], object]] = {
 }
 
 
-def median_us(restore: Callable[[], object], call: Callable[[], object], reps: int = 10) -> float:
-    """Median time of ``call`` after ``restore`` (not timed), three warm-up rounds first."""
+def median_us(restore: Callable[[], object], call: Callable[[], object], reps: int = 10,
+              warmup: int = 3) -> float:
+    """Median time in microseconds of ``reps`` calls of ``call`` (CUDA events), each after
+    ``restore`` (not timed), ``warmup`` rounds first (also used by ``gpu_potrf_order.py`` and
+    ``gpu_potrf_split.py``)."""
     start, end = cp.cuda.Event(), cp.cuda.Event()
     times = []
-    for r in range(reps + 3):
+    for r in range(reps + warmup):
         restore()
         start.record()
         call()
         end.record()
         end.synchronize()
-        if r >= 3:
+        if r >= warmup:
             times.append(cp.cuda.get_elapsed_time(start, end))
     return statistics.median(times) * 1e3
 

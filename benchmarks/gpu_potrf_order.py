@@ -14,31 +14,13 @@ medians of 20 calls in microseconds (CUDA events, the input restored before each
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
-
 import cupy as cp
 import numpy as np
 import torch
 from cupy_backends.cuda.libs import cusolver
+from gpu_layouts import median_us
 
 import tricov as tc
-
-
-def median_us(prepare: Callable[[], object], call: Callable[[], object],
-              reps: int = 20) -> float:
-    """Median time of ``call`` after ``prepare`` (not timed), four warm-up rounds first."""
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for r in range(reps + 4):
-        prepare()
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        if r >= 4:
-            times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times) * 1e3
 
 
 def vendor(a: cp.ndarray, uplo: int) -> float:
@@ -51,7 +33,7 @@ def vendor(a: cp.ndarray, uplo: int) -> float:
     lwork = size(handle, uplo, n, w.data.ptr, n)
     work, info = cp.empty(lwork, dtype=a.dtype), cp.zeros(1, dtype=np.int32)
     return median_us(lambda: cp.copyto(w, a), lambda: potrf(
-        handle, uplo, n, w.data.ptr, n, work.data.ptr, lwork, info.data.ptr))
+        handle, uplo, n, w.data.ptr, n, work.data.ptr, lwork, info.data.ptr), 20, 4)
 
 
 def row(dtype: np.dtype, n: int) -> str:
@@ -60,12 +42,12 @@ def row(dtype: np.dtype, n: int) -> str:
     x = rng.standard_normal((n, n), dtype=np.float64).astype(dtype)
     a = cp.asfortranarray(x @ x.conj().T + n * cp.eye(n, dtype=dtype))
     torch_a = torch.as_tensor(a, device="cuda")
-    t_torch = median_us(lambda: None, lambda: torch.linalg.cholesky(torch_a))
+    t_torch = median_us(lambda: None, lambda: torch.linalg.cholesky(torch_a), 20, 4)
     ours = []
     for order in ("C", "F"):
         src = cp.array(a, order=order)
         w = cp.empty_like(src)
-        t = median_us(lambda w=w, src=src: cp.copyto(w, src), lambda w=w: tc.potrf(w))
+        t = median_us(lambda w=w, src=src: cp.copyto(w, src), lambda w=w: tc.potrf(w), 20, 4)
         ours.append(f"{order} {t:7.0f} (x{t_torch / t:4.2f})")
     return (f"{np.dtype(dtype).name:10} {n:5d} | torch {t_torch:7.0f} | tricov {' '.join(ours)} "
             f"| cuSOLVER L {vendor(a, 0):7.0f} U {vendor(a, 1):7.0f}")

@@ -13,30 +13,15 @@ of 20 calls after 5 (µs, CUDA events, the input restored before each), the spee
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections.abc import Callable
 
 import cupy as cp
 import numpy as np
 import torch
+from gpu_layouts import median_us
 
 import tricov as tc
 from tricov.recursive import blas3, cholesky
-
-
-def median_us(restore: Callable[[], object], call: Callable[[], object]) -> float:
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for r in range(25):
-        restore()
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        if r >= 5:
-            times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times) * 1e3
 
 
 def main(variant: str) -> None:
@@ -49,8 +34,8 @@ def main(variant: str) -> None:
             a = x @ x.T + n * cp.eye(n, dtype=dtype)
             w = cp.empty_like(a)
             torch_a = torch.as_tensor(a, device="cuda")
-            t_torch = median_us(lambda: None, lambda a=torch_a: torch.linalg.cholesky(a))
-            t_ours = median_us(lambda w=w, a=a: cp.copyto(w, a), lambda w=w: tc.potrf(w))
+            t_torch = median_us(lambda: None, lambda a=torch_a: torch.linalg.cholesky(a), 20, 5)
+            t_ours = median_us(lambda w=w, a=a: cp.copyto(w, a), lambda w=w: tc.potrf(w), 20, 5)
             low = cp.tril(w)
             err = float(cp.abs(low @ low.T - a).max() / cp.abs(a).max())
             out.append(f"{np.dtype(dtype).name} {n}: tricov {t_ours:7.0f} us torch "
