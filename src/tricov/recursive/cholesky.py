@@ -40,8 +40,9 @@ def potrf_split(n: int, leaf: int) -> int:
     ``benchmarks/gpu_potrf_split.py``, two rounds against the power-of-two split): DPOTRF of
     2600 / 3072 / 3584 / 4000 rows 1023-1049 / 1183-1205 / 1414-1429 / 1694-1708 -> 922-953 /
     1114-1175 / 1345-1369 / 1647-1655 µs (1.29-1.35x -> 1.33-1.46x torch), SPOTRF of 3700 /
-    4000 1467-1475 / 1651-1670 -> 1384-1418 / 1584-1607 µs. On 2 CPU cores (leaves of 256)
-    300 / 384 rows ran 8-12% faster, 448 / 511 within noise.
+    4000 1467-1475 / 1651-1670 -> 1384-1418 / 1584-1607 µs. On 2 CPU cores (leaves of 256;
+    ``benchmarks/cpu_potrf_split.py``) 300 / 384 / 448 / 511 rows 396-402 / 637-640 / 874-882 /
+    1209-1210 -> 352-356 / 592-593 / 846-853 / 1164-1169 µs.
     """
     return split(n) if n > 2 * leaf else n - leaf
 
