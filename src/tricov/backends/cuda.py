@@ -491,15 +491,7 @@ class CUDAExecutor(Executor):
         if self._sb < n <= tiles and char in TILE_POTRF:
             return self._potrf_tiles(a, offset)
         if not n or n > self._sb:
-            if n and a.t:
-                # cuSOLVER's upper POTRF ran 2.5-3x slower than its lower on an H100
-                # (benchmarks/gpu_potrf_order.py): the lower one, between two in-place
-                # transposes of the block (the other triangle comes back bitwise)
-                self._transpose_square(n, a.ptr, a.ld)
-                ok = self._record(self.raw_potrf(b"L", n, a.ptr, a.ld), offset)
-                self._transpose_square(n, a.ptr, a.ld)
-            else:
-                ok = super().potrf(a, offset)
+            ok = super().potrf(a, offset)
             if n:  # a second status, read after cuSOLVER's own
                 self._record(self.nan_pivot(n, a.ptr, a.ld), offset)
             return ok
@@ -741,6 +733,14 @@ class CUDAExecutor(Executor):
             c, ldc), name)
 
     def raw_potrf(self, uplo, n, a, lda):
+        if uplo == b"U" and n:
+            # cuSOLVER's upper POTRF ran 2.5-3x slower than its lower on an H100
+            # (benchmarks/gpu_potrf_order.py): the lower one, between two in-place transposes
+            # of the block (the other triangle comes back bitwise)
+            self._transpose_square(n, a, lda)
+            status = self.raw_potrf(b"L", n, a, lda)
+            self._transpose_square(n, a, lda)
+            return status
         lwork = ctypes.c_int(0)
         lib.check(lib.solver("potrf_bufferSize", self.dtype)(
             self._hs, lib.FILL[uplo], n, a, lda, ctypes.byref(lwork)), "potrf_bufferSize")
