@@ -193,3 +193,29 @@ def test_argument_errors() -> None:
     with pytest.raises(ValueError):
         tc.batched.posv(a, b[:, :3])
     assert_bitwise_equal(a, before, "posv with bad B changed A")
+
+
+def test_outputs_overlapping_themselves() -> None:
+    """A stack whose members share memory (``as_strided``), or a list member whose elements do:
+    ValueError naming the output, nothing written. A stack of the same members laid out
+    without overlap is solved as usual."""
+    rng = make_rng("batched-self-overlap")
+    members = np.stack([random_spd(rng, 3, np.float64) for _ in range(4)])
+    buf = np.zeros(40)
+    overlapping = np.lib.stride_tricks.as_strided(buf, (4, 3, 3), (8 * 4, 8 * 3, 8))
+    overlapping[...] = members[0]  # members 4 elements apart, each 9 long
+    before = buf.copy()
+    with pytest.raises(ValueError, match=r"\bA\b overlaps itself"):
+        tc.batched.potrf(overlapping)
+    with pytest.raises(ValueError, match=r"\bB\b overlaps itself"):
+        tc.batched.potrs(members.copy(), overlapping)
+    rows = np.lib.stride_tricks.as_strided(np.zeros(8), (3, 3), (8, 8))
+    with pytest.raises(ValueError, match=r"\bA\[1\] overlaps itself"):
+        tc.batched.potrf([members[0].copy(), rows])
+    assert_bitwise_equal(buf, before, "a refused call wrote its output")
+    # Disjoint, though no stride nests in another: members 2 elements apart, rows 8, columns 17.
+    spaced = np.lib.stride_tricks.as_strided(np.zeros(60), (4, 3, 3), (8 * 2, 8 * 8, 8 * 17))
+    spaced[...] = members
+    tc.batched.potrf(spaced)
+    for k in range(4):
+        assert_small(potrf_error(members[k], spaced[k], "L"), np.float64, 3, "potrf")

@@ -222,15 +222,54 @@ def test_good_operands_work(name: str) -> None:
     getattr(tc, name)(*good_operands(name))
 
 
+# Operations whose second operand may be a vector (one right-hand side).
+VECTOR_RHS = ("trsm", "trmm", "potrs", "posv")
+
+
 @pytest.mark.parametrize("name", SIGNATURES)
 def test_not_2d(name: str) -> None:
-    """1-D and 3-D operands: ValueError naming the operand."""
+    """1-D and 3-D operands: ValueError naming the operand. A vector B of the right length is
+    a valid right-hand side (tests/test_dense_vectors.py); one of another length is not."""
     names = SIGNATURES[name][0]
     for i, arg in enumerate(names):
-        for bad in (np.ones(3), np.ones((2, 3, 3))):
+        vector_ok = name in VECTOR_RHS and i == 1
+        for bad in (np.ones(4) if vector_ok else np.ones(3), np.ones((2, 3, 3))):
             args = good_operands(name)
             args[i] = bad
             expect_error(ValueError, _word(arg), name, args)
+
+
+def _overlapping(rows: int, cols: int) -> np.ndarray:
+    """A writeable ``rows x cols`` view whose rows overlap (row stride one element)."""
+    buf = np.zeros(rows + cols)
+    return np.lib.stride_tricks.as_strided(buf, (rows, cols), (8, 8))
+
+
+@pytest.mark.parametrize("name", SIGNATURES)
+def test_output_overlapping_itself(name: str) -> None:
+    """An output two of whose elements share memory (``as_strided``): ValueError naming it,
+    before anything is written."""
+    names = SIGNATURES[name][0]
+    written = {"trsm": [1], "trmm": [1], "syrk": [1], "potrs": [1], "posv": [0, 1]}
+    for i in written.get(name, [0]):
+        args = good_operands(name)
+        args[i] = _overlapping(*args[i].shape)
+        expect_error(ValueError, _word(names[i]) + ".*overlaps itself", name, args)
+
+
+def test_disjoint_unusual_strides_are_fine() -> None:
+    """Strides that do not nest but never reach one element twice (a 3 x 2 view with strides
+    of 2 and 3 elements) are an output like any other: copied in and out, solved right."""
+    rng = make_rng("unusual")
+    a = random_triangular(rng, 3, np.float64)
+    b = random_general(rng, (3, 2), np.float64)
+    buf = np.full(8, 7.0)
+    out = np.lib.stride_tricks.as_strided(buf, (3, 2), (16, 24))
+    out[...] = b
+    tc.trsm(a, out)
+    assert_small(trsm_error(a, b, out.copy(), side="L", uplo="L", trans="N", diag="N",
+                            alpha=1.0), np.float64, 3, "trsm")
+    assert buf[1] == buf[6] == 7.0  # the elements of the buffer outside the view
 
 
 @pytest.mark.parametrize("name", SIGNATURES)

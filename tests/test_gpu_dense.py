@@ -397,6 +397,32 @@ def test_vendor_potrf_c_order(cp, monkeypatch, dtype):
     assert err_info.value.order == 201
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+def test_vector_rhs_and_self_overlap(cp, dt):
+    """A CuPy vector as B (a strided column, and a row for side='R') is solved in place; a
+    broadcast CuPy output (stride 0: writeable, every row the same memory) is refused."""
+    rng = np.random.default_rng(41)
+    n = 41
+    s = _spd(rng, n, dt)
+    low = np.linalg.cholesky(s.astype(np.complex128)).astype(dt)
+    b = _rand(rng, (n, 3), dt)
+    B = cp.asarray(b)  # C order: column 1 has a stride of 3 elements
+    col = B[:, 1]
+    assert tc.potrs(cp.asarray(low), col) is col
+    x = cp.asnumpy(col).astype(np.complex128)
+    err = np.linalg.norm(s @ x - b[:, 1]) / (np.linalg.norm(s) * np.linalg.norm(x))
+    assert err < 10 * n * _eps(dt), err
+    got = cp.asnumpy(B)
+    assert (got[:, [0, 2]] == b[:, [0, 2]]).all()
+    row = cp.asarray(b[:, 2].copy())
+    tc.trsm(cp.asarray(low), row, side="R")
+    y = cp.asnumpy(row).astype(np.complex128)
+    err = np.linalg.norm(y @ low - b[:, 2]) / (np.linalg.norm(low) * np.linalg.norm(y))
+    assert err < 10 * n * _eps(dt), err
+    with pytest.raises(ValueError, match="overlaps itself"):
+        tc.potrf(cp.broadcast_to(cp.ones(n, dtype=dt), (n, n)))
+
+
 def test_singular_trtri(cp):
     t = np.eye(20)
     t[4, 4] = 0

@@ -1,8 +1,8 @@
 """Checking the arguments of a call and preparing its operands.
 
 :class:`Operands` takes the caller's arrays, checks them (array type, 2-D, dtype, one dtype for
-all, writeable outputs, no output overlapping another operand), picks the executor of their
-device, and inside its ``with`` block hands out logical views. Arrays whose strides allow it
+all, writeable outputs, no output overlapping itself or another operand), picks the executor of
+their device, and inside its ``with`` block hands out logical views. Arrays whose strides allow it
 (F- or C-ordered blocks, any leading dimension) are used in place; any other strides are copied
 into a column-major buffer and, for outputs, copied back on exit, also when the call raises.
 """
@@ -22,7 +22,7 @@ from . import _calls, _plans
 from ._views import Mat, view_of
 from .backends.base import Executor
 
-__all__ = ["Operands", "real_scalar", "scalar"]
+__all__ = ["Operands", "as_matrix", "real_scalar", "scalar", "self_overlaps"]
 
 SUPPORTED = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
@@ -51,6 +51,44 @@ def as_array(x: Any, name: str) -> Any:
                         "does not support")
     raise TypeError(f"{name} must be a NumPy or CuPy array (or a DLPack tensor), "
                     f"got {type(x).__name__}")
+
+
+def as_matrix(x: Any, name: str, column: bool = True) -> Any:
+    """``x``, or where it is a vector (1-D), the 2-D view of the same memory as one column
+    (``column``) or one row of a matrix, so that right-hand sides may be a vector as in SciPy.
+    A DLPack tensor is wrapped first (no copy), so the caller's own object sees the result."""
+    if getattr(x, "ndim", None) != 1:
+        return x
+    arr = as_array(x, name)
+    return arr[:, None] if column else arr[None, :]
+
+
+def self_overlaps(x: Any) -> bool:
+    """Whether two elements of the NumPy or CuPy array ``x`` share bytes (a view made with
+    ``as_strided``, say), which an in-place output must not.
+
+    Strides that nest (each, sorted by size, at least the span of the axes below it: every
+    C/F-ordered array and block of one) answer at once; others are solved exactly by NumPy's
+    bounded overlap solver where it is available, and count as overlapping where it gives up.
+    """
+    axes = sorted((abs(s), n) for n, s in zip(x.shape, x.strides, strict=True) if n > 1)
+    if not x.size:
+        return False
+    span = x.dtype.itemsize
+    for stride, n in axes:
+        if stride < span:
+            break
+        span += (n - 1) * stride
+    else:
+        return False
+    try:
+        from numpy._core._multiarray_tests import internal_overlap
+    except ImportError:  # pragma: no cover - NumPy without its solver module
+        return True
+    try:
+        return bool(internal_overlap(_address_alias(x), max_work=10**6))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _writeable_alias(arr: np.ndarray) -> np.ndarray:
@@ -166,6 +204,9 @@ class Operands:
                                 "float64, complex64 and complex128")
             if op.written and not _is_cupy(op.user) and not op.user.flags.writeable:
                 raise ValueError(f"{op.name} is read-only, but the operation writes it in place")
+            if op.written and self_overlaps(op.user):
+                raise ValueError(f"{op.name} overlaps itself in memory (two of its elements "
+                                 "share bytes); the output of an in-place operation must not")
         dtypes = {np.dtype(op.user.dtype) for op in ops}
         if len(dtypes) > 1:
             desc = ", ".join(f"{op.name} is {op.user.dtype}" for op in ops)

@@ -16,7 +16,7 @@ import numpy as np
 from . import _calls, recursive
 from . import _options as opt
 from ._errors import NotPositiveDefiniteError, SingularMatrixError
-from ._frontend import Operands, real_scalar, scalar
+from ._frontend import Operands, as_matrix, real_scalar, scalar
 from ._policy import leaf_sizes
 from ._views import Mat
 from .backends import cuda
@@ -63,11 +63,13 @@ def _triangular(ops: Operands, rec: Callable, a: Mat, b: Mat, b_index: int, *, l
 
 def _trxm(rec: Callable, A: Array, B: Array, side: str, uplo: str, trans: str, diag: str,
           alpha: complex) -> Array:
-    call = _calls.key(rec, (A, B), (side, uplo, trans, diag, alpha))
-    if _calls.replay(call, (A, B)):
+    left = opt.parse_side(side)
+    X = as_matrix(B, "B", column=left)
+    call = _calls.key(rec, (A, X), (side, uplo, trans, diag, alpha))
+    if _calls.replay(call, (A, X)):
         return B
-    left, lower, unit = opt.parse_side(side), opt.parse_uplo(uplo), opt.parse_diag(diag)
-    ops = Operands(("A", A, False), ("B", B, True), call=call)
+    lower, unit = opt.parse_uplo(uplo), opt.parse_diag(diag)
+    ops = Operands(("A", A, False), ("B", X, True), call=call)
     op = opt.parse_trans(trans, complex_=ops.complex)
     a_arr, b_arr = ops.arrays
     n = _square(a_arr, "A")
@@ -98,8 +100,9 @@ def trsm(A: Array, B: Array, *, side: str = "L", uplo: str = "L", trans: str = "
     A : (k, k) array
         Triangular matrix; only the ``uplo`` triangle is read (and not its diagonal if
         ``diag='U'``). ``k`` is the number of rows of B for ``side='L'``, of columns for 'R'.
-    B : (m, n) array
-        Right-hand sides, overwritten with the solution. Same dtype and device as A.
+    B : (m, n) array, or a vector
+        Right-hand sides, overwritten with the solution. Same dtype and device as A. A 1-D B
+        is one column (``side='L'``) or one row (``side='R'``).
     side : {'L', 'R'}
     uplo : {'L', 'U'}
     trans : {'N', 'T', 'C'}
@@ -432,7 +435,7 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     ----------
     L : (n, n) array
         Factor from :func:`potrf` (``uplo`` triangle read).
-    B : (n, nrhs) array
+    B : (n, nrhs) or (n,) array
         Overwritten by the solution.
 
     Examples
@@ -442,12 +445,15 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
     >>> tc.potrs(L, np.array([[6.0], [7.0]]))
     array([[1.],
            [1.]])
+    >>> tc.potrs(L, np.array([6.0, 7.0]))  # a vector: one right-hand side
+    array([1., 1.])
     """
-    call = _calls.key("potrs", (L, B), (uplo,))
-    if _calls.replay(call, (L, B)):
+    X = as_matrix(B, "B")
+    call = _calls.key("potrs", (L, X), (uplo,))
+    if _calls.replay(call, (L, X)):
         return B
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("L", L, False), ("B", B, True), call=call)
+    ops = Operands(("L", L, False), ("B", X, True), call=call)
     l_arr, b_arr = ops.arrays
     _check_rhs(_square(l_arr, "L"), b_arr, "B")
     if b_arr.size == 0:
@@ -459,6 +465,14 @@ def potrs(L: Array, B: Array, *, uplo: str = "L") -> Array:
 
 def posv(A: Array, B: Array, *, uplo: str = "L") -> Array:
     """Solve ``A X = B`` for SPD A: A is overwritten by its Cholesky factor, B by X.
+
+    Parameters
+    ----------
+    A : (n, n) array
+        Hermitian positive definite (``uplo`` triangle read), overwritten by its factor.
+    B : (n, nrhs) or (n,) array
+        Overwritten by the solution.
+    uplo : {'L', 'U'}
 
     Raises
     ------
@@ -472,11 +486,12 @@ def posv(A: Array, B: Array, *, uplo: str = "L") -> Array:
     array([[1.],
            [1.]])
     """
-    call = _calls.key("posv", (A, B), (uplo,))
-    if _calls.replay(call, (A, B)):
+    X = as_matrix(B, "B")
+    call = _calls.key("posv", (A, X), (uplo,))
+    if _calls.replay(call, (A, X)):
         return B
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True), ("B", B, True), call=call)
+    ops = Operands(("A", A, True), ("B", X, True), call=call)
     a_arr, b_arr = ops.arrays
     _check_rhs(_square(a_arr, "A"), b_arr, "B")
     with ops as (a, b):

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._frontend import SUPPORTED, _address_alias, _is_cupy, as_array
+from .._frontend import SUPPORTED, _address_alias, _is_cupy, as_array, self_overlaps
 from .._views import Mat, view_from, view_of
 from ..kernels.numba.members import stack_addresses
 
@@ -261,12 +261,17 @@ class Batch:
         #: The CUDA device of the members, None for the host.
         self.device: int | None = devices.pop() if devices else None
         for op in ops:
-            if op.written and self.device is None:
-                for k, arr in enumerate(op.arrays):
-                    if not arr.flags.writeable:
-                        where = f"{op.name}[{k}]" if op.is_list else op.name
-                        raise ValueError(f"{where} is read-only, but the operation writes it in "
-                                         "place")
+            if not op.written:
+                continue
+            for k, arr in enumerate(op.arrays):
+                where = f"{op.name}[{k}]" if op.is_list else op.name
+                if self.device is None and not arr.flags.writeable:
+                    raise ValueError(f"{where} is read-only, but the operation writes it in place")
+                # A member viewed in place cannot overlap itself; a stack's members may overlap.
+                if (not op.is_list or op.views[k] is None) and self_overlaps(arr):
+                    raise ValueError(f"{where} overlaps itself in memory (two of its elements "
+                                     "share bytes); the output of an in-place operation must "
+                                     "not")
         if self.is_list:
             counts = {len(op.arrays) for op in ops}
             if len(counts) > 1:

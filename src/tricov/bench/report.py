@@ -87,14 +87,14 @@ def _row(r: Result) -> dict[str, object]:
         "tricov_s": f"{r.tricov_s:.6g}", "native_s": f"{r.native_s:.6g}",
         "gemm_s": f"{r.gemm_s:.6g}", "tricov_gflops": f"{r.tricov_gflops:.6g}",
         "native_gflops": f"{r.native_gflops:.6g}", "gemm_gflops": f"{r.gemm_gflops:.6g}",
-        "ratio_native": f"{r.ratio_native:.4f}", "ratio_gemm": f"{r.ratio_gemm:.4f}",
+        "ratio_native": f"{r.ratio_native:.6g}", "ratio_gemm": f"{r.ratio_gemm:.6g}",
         "gemm_m": r.gemm_shape[0], "gemm_n": r.gemm_shape[1], "gemm_k": r.gemm_shape[2],
         "gemm_flops": f"{r.gemm_flops:.6g}", "native_routine": r.native_routine,
         "gemm_routine": r.gemm_routine, "rel_diff": f"{r.rel_diff:.3g}",
     }
     for label, (seconds, routine) in r.peers.items():
         row.update({f"{label}_s": f"{seconds:.6g}", f"{label}_gflops":
-                    f"{r.peer_gflops(label):.6g}", f"ratio_{label}": f"{r.ratio_peer(label):.4f}",
+                    f"{r.peer_gflops(label):.6g}", f"ratio_{label}": f"{r.ratio_peer(label):.6g}",
                     f"{label}_routine": routine})
     row.update({f"leaf_{op}": nb for op, nb in r.leaf_sizes.items()})
     return row
