@@ -55,6 +55,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln, zeta
 
+from ..kernels import numba as _numba_kernels  # noqa: F401 (drops stale Numba caches first)
+
 __all__ = ["matern_scaled", "matern_scaled_inplace", "orders", "table", "table1_at", "table2_at",
            "exp_neg", "table_row", "tables"]
 

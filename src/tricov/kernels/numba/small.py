@@ -48,8 +48,9 @@ work is compiled once as a C callback (:func:`_worker`) and called by address fr
 dtype-independent parallel loop (:func:`.calls.for_threads`), which keeps the compile time of
 each dtype to one pass over the kernels (about 9 s per dtype, cached on disk by Numba).
 
-Numba's on-disk cache checks only the source file of each cached function: after editing
-:mod:`.simd` or :mod:`.lanes`, delete the ``*.nbi``/``*.nbc`` files under ``__pycache__``.
+Numba's on-disk cache checks only the source file of each cached function; the package drops
+every cache of tricov when any of its Numba sources changes (:func:`..drop_stale_caches`), so
+that editing :mod:`.simd` or :mod:`.lanes` recompiles this module too.
 """
 
 from __future__ import annotations
