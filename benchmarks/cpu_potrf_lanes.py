@@ -1,7 +1,7 @@
-"""Batched POTRF of 10240 members of order 4 and 8 on the CPU (``check=False``), the time of a
-restoring copy subtracted, best of 400 calls:
+"""Batched POTRF of 10240 members of each order (default 4 and 8) on the CPU (``check=False``),
+the time of a restoring copy subtracted, best of 400 calls:
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/cpu_potrf_lanes.py [THREADS]
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/cpu_potrf_lanes.py [THREADS [N ...]]
 
 Made to compare two trees, each in its own clone with its own Numba cache, run alternately
 (this VM's timings drift between minutes).
@@ -18,10 +18,10 @@ from cpu_batched_small import best
 import tricov as tc
 
 
-def main(threads: int = 1) -> None:
+def main(threads: int = 1, orders: tuple[int, ...] = (4, 8)) -> None:
     rng = np.random.default_rng(0)
     numba.set_num_threads(threads)
-    for n in (4, 8):
+    for n in orders:
         x = rng.standard_normal((10240, n, n))
         a = x @ x.transpose(0, 2, 1) + n * np.eye(n)
         w = a.copy()
@@ -34,4 +34,5 @@ def main(threads: int = 1) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1,
+         tuple(int(n) for n in sys.argv[2:]) or (4, 8))

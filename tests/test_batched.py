@@ -451,6 +451,36 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
                     assert_small(potrf_error(a0[k], a[k], "L"), np.float64, 7, f"{path} {k}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [4, 8, 12])
+def test_potrf_compiled_orders(n: int, dtype: np.dtype) -> None:
+    """POTRF of the orders whose chunk loop is compiled for the order (small._work), upper and
+    lower, C order and strided sub-views, a partial last chunk and two failing members: each
+    member's factor and info, the other triangle and the buffer around them untouched."""
+    from tricov.kernels.numba import small
+
+    count = 2 * small.lanes_for(dtype) + 3
+    rng = make_rng("batched-compiled-orders", n, str(dtype))
+    spd = spd_stack(rng, n, dtype, (count,))
+    bad = {1: n, count - 1: max(1, n // 2)}  # a pivot turned negative at that order
+    for k, order in bad.items():
+        spd[k, order - 1, order - 1] = -abs(spd[k, order - 1, order - 1]) - n
+    for uplo, layout in (("L", "C"), ("U", "F-sub"), ("L", "strided")):
+        x = spd.copy()
+        for k in range(count):
+            poison_triangle(x[k], uplo)
+        s = stacked(x, layout)
+        before = s.snapshot()
+        info = tc.batched.potrf(s.view, uplo=uplo, check=False)
+        assert info.tolist() == [bad.get(k, 0) for k in range(count)], (uplo, layout)
+        s.assert_outside_unchanged(before)
+        assert (other_triangle(s.view, uplo) == other_triangle(x, uplo)).all()
+        for k in range(count):
+            if k not in bad:
+                full = hermitian_from(spd[k], "L")
+                assert_small(potrf_error(full, s.view[k], uplo), dtype, n, f"{uplo} {k}")
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
 def test_prefetched_views(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """Members small enough to be prefetched ahead of their chunk, as views with a leading

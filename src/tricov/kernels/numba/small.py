@@ -31,8 +31,11 @@ written). Where an operand lies in scratch as in memory (contiguous members whos
 columns are the scratch's rows or columns, orders up to ``W``, see :func:`_transfer`), its
 whole block is moved as one run of full blocks (the other triangle of a triangular operand is
 read but never used nor written back); elsewhere column by column, reading only the region.
-POTRF of orders 4 and 8 runs a copy of the chunk loop compiled for that order, so its loops
-over the order have constant trip counts (unrolled, constant masks and offsets). Square
+POTRF of orders 4, 8 and 12 runs a copy of the chunk loop compiled for that order, so its
+loops over the order have constant trip counts (unrolled, constant masks and offsets). Order 12
+gained about 12% that way (float64, 10240 members, ``benchmarks/cpu_potrf_lanes12.txt``); order
+16 lost on one thread, so it keeps the general loop (each copy costs about 4 s of compilation
+per dtype). Square
 operands of the sizes of :data:`PREFETCH_BYTES` are prefetched two chunks ahead, so that their
 memory traffic overlaps the arithmetic of the chunks before them.
 
@@ -598,7 +601,7 @@ def _lane_bits(linfo, nl, failed):
 
 @njit(cache=True, inline="always")
 def _work(t, nt, params, z):
-    """Thread ``t`` of ``nt``: runs the chunks it claims, POTRF of order 4 and 8 with the
+    """Thread ``t`` of ``nt``: runs the chunks it claims, POTRF of order 4, 8 and 12 with the
     operation and the order compile-time constants."""
     p = as_array(params, P_COUNT, np.int64(0))
     op, n = p[P_OP], p[P_N]
@@ -606,6 +609,8 @@ def _work(t, nt, params, z):
         _claim_chunks(params, t, nt, z, POTRF, 4)
     elif op == POTRF and n == 8:
         _claim_chunks(params, t, nt, z, POTRF, 8)
+    elif op == POTRF and n == 12:
+        _claim_chunks(params, t, nt, z, POTRF, 12)
     else:
         _claim_chunks(params, t, nt, z, op, n)
 
