@@ -71,11 +71,11 @@ def self_overlaps(x: Any) -> bool:
     C/F-ordered array and block of one) answer at once; others are solved exactly by NumPy's
     bounded overlap solver where it is available, and count as overlapping where it gives up.
     """
-    axes = sorted((abs(s), n) for n, s in zip(x.shape, x.strides, strict=True) if n > 1)
     if not x.size:
         return False
-    span = x.dtype.itemsize
-    for stride, n in axes:
+    span = x.itemsize
+    axes = [(abs(s), n) for n, s in zip(x.shape, x.strides, strict=True) if n > 1]
+    for stride, n in sorted(axes):
         if stride < span:
             break
         span += (n - 1) * stride
