@@ -81,14 +81,28 @@ def self_overlaps(x: Any) -> bool:
         span += (n - 1) * stride
     else:
         return False
-    try:
-        from numpy._core._multiarray_tests import internal_overlap
-    except ImportError:  # pragma: no cover - NumPy without its solver module
+    solver = _overlap_solver()
+    if solver is None:  # pragma: no cover - a NumPy without its solver module
         return True
     try:
-        return bool(internal_overlap(_address_alias(x), max_work=10**6))
+        return bool(solver(_address_alias(x), max_work=10**6))
     except np.exceptions.TooHardError:
         return True
+
+
+@functools.cache
+def _overlap_solver() -> Callable[..., bool] | None:
+    """NumPy's exact test of an array's internal overlap (``internal_overlap``, in its
+    ``_multiarray_tests`` module since NumPy 1.11: ``numpy._core`` from 2.0, ``numpy.core``
+    before), or None where that module is missing."""
+    import importlib
+
+    for module in ("numpy._core._multiarray_tests", "numpy.core._multiarray_tests"):
+        try:
+            return importlib.import_module(module).internal_overlap
+        except (ImportError, AttributeError):
+            continue
+    return None
 
 
 def _writeable_alias(arr: np.ndarray) -> np.ndarray:
