@@ -241,6 +241,74 @@ def test_no_replay_into_a_callers_capture(cp, small_leaves):
             stream.end_capture()
 
 
+@pytest.mark.parametrize("name", ["potrf", "trtri", "potri", "poti", "posv", "batched.potrf",
+                                  "batched.posv", "batched.potri"])
+def test_checked_calls_refuse_a_callers_capture(cp, small_leaves, name):
+    """A call that reads its status on the host at its end raises RuntimeError inside the
+    caller's stream capture, before any work: the capture stays valid (it ends without error)
+    and the operands are unchanged."""
+    rng = np.random.default_rng(7)
+    s = _spd(rng, N)
+    a0 = cp.asfortranarray(cp.asarray(np.linalg.cholesky(s) if name.endswith("potri") else s))
+    if name.startswith("batched"):
+        a0 = cp.stack([a0, a0])
+    a = a0.copy()
+    b = cp.ones(a.shape[:-1] + (2,))
+    fn = getattr(tc.batched, name[8:]) if name.startswith("batched") else getattr(tc, name)
+    args = (a, b) if name.endswith("posv") else (a,)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            with pytest.raises(RuntimeError, match="capture"):
+                fn(*args)
+        finally:
+            stream.end_capture()
+    assert (a == a0).all() and (b == 1).all()
+
+
+def test_unchecked_calls_run_in_a_callers_capture(cp, small_leaves):
+    """TRSM, SYRK and POTRS, and batched POTRF with check=False (its info left on the device),
+    record into the caller's graph: replayed on new data they give the right results."""
+    rng = np.random.default_rng(8)
+    s = _spd(rng, N)
+    low = np.linalg.cholesky(s)
+    L = cp.asfortranarray(cp.asarray(low))
+    B = cp.asfortranarray(cp.asarray(rng.standard_normal((N, 3))))
+    X = cp.empty_like(B)
+    C = cp.zeros((N, N), order="F")
+    S = cp.stack([cp.asarray(s)] * 3)
+    S[1, 5, 5] = -1.0
+    F = cp.empty_like(S)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        cp.copyto(X, B)
+        cp.copyto(F, S)
+        tc.potrs(L, X)
+        tc.syrk(L, C)
+        tc.batched.potrf(F, check=False)  # warm: compiled, workspaces in the pool
+        stream.synchronize()
+        stream.begin_capture()
+        cp.copyto(X, B)
+        tc.potrs(L, X)
+        tc.trsm(L, X, trans="T", alpha=2.0)
+        tc.syrk(L, C, alpha=1.0, beta=0.0)
+        cp.copyto(F, S)
+        info = tc.batched.potrf(F, check=False)
+        graph = stream.end_capture()
+        X.fill(0)
+        C.fill(0)
+        F.fill(0)
+        graph.launch(stream=stream)
+        stream.synchronize()
+    x = np.linalg.solve(low.T, 2.0 * np.linalg.solve(s, cp.asnumpy(B)))
+    assert np.allclose(cp.asnumpy(X), x, rtol=1e-10, atol=1e-10)
+    assert np.allclose(np.tril(cp.asnumpy(C)), np.tril(low @ low.T), rtol=1e-12, atol=1e-12)
+    assert cp.asnumpy(info).tolist() == [0, 6, 0]
+    for k in (0, 2):
+        assert np.allclose(np.tril(cp.asnumpy(F[k])), low, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, np.complex128])
 def test_zero_pivot_on_any_strides(cp, dt):
     """The one-kernel zero-diagonal test against NumPy's, on views of every layout."""

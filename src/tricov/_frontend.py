@@ -22,7 +22,7 @@ from . import _calls, _plans
 from ._views import Mat, view_of
 from .backends.base import Executor
 
-__all__ = ["Operands", "as_matrix", "real_scalar", "scalar", "self_overlaps"]
+__all__ = ["Operands", "as_matrix", "real_scalar", "refuse_capture", "scalar", "self_overlaps"]
 
 SUPPORTED = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
@@ -103,6 +103,20 @@ def _overlap_solver() -> Callable[..., bool] | None:
         except (ImportError, AttributeError):
             continue
     return None
+
+
+def refuse_capture(name: str) -> None:
+    """Raise ``RuntimeError`` where the current CUDA stream is capturing a graph: operation
+    ``name`` reads its status (LAPACK's info) on the host at its end, which a capture cannot do,
+    and CUDA would then invalidate the caller's whole capture. Called before any work."""
+    import cupy
+
+    if cupy.cuda.get_current_stream().is_capturing():
+        raise RuntimeError(
+            f"{name} reads its status on the host when it ends, which a CUDA graph capture "
+            "cannot do; call it outside the capture (trsm, trmm, syrk, potrs and lauum can be "
+            "captured), or in tricov.batched with check=False, which leaves the status on the "
+            "device")
 
 
 def _writeable_alias(arr: np.ndarray) -> np.ndarray:
@@ -208,7 +222,8 @@ class Operands:
         numpy or cupy.
     """
 
-    def __init__(self, *items: tuple[str, Any, bool], call: tuple | None = None) -> None:
+    def __init__(self, *items: tuple[str, Any, bool], call: tuple | None = None,
+                 checked: str | None = None) -> None:
         ops = [_Operand(name, as_array(x, name), written) for name, x, written in items]
         for op in ops:
             if op.user.ndim != 2:
@@ -236,6 +251,8 @@ class Operands:
                     raise ValueError(f"{out.name} overlaps {inp.name} in memory; the output of "
                                      "an in-place operation must not share memory with another "
                                      "operand")
+        if checked and _is_cupy(ops[0].user):
+            refuse_capture(checked)
         self._ops = ops
         self.arrays = [op.user for op in ops]
         self.dtype = dtypes.pop()

@@ -287,7 +287,7 @@ def potrf(A: Array, *, uplo: str = "L") -> Array:
     if _calls.replay(call, (A,)):
         return A
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True), call=call)
+    ops = Operands(("A", A, True), call=call, checked="potrf")
     _square(ops.arrays[0], "A")
     with ops as (a,):
         _potrf_views(ops, _lower_view(a, lower))
@@ -313,7 +313,7 @@ def trtri(A: Array, *, uplo: str = "L", diag: str = "N") -> Array:
     if _calls.replay(call, (A,)):
         return A
     lower, unit = opt.parse_uplo(uplo), opt.parse_diag(diag)
-    ops = Operands(("A", A, True), call=call)
+    ops = Operands(("A", A, True), call=call, checked="trtri")
     _square(ops.arrays[0], "A")
     if not unit:
         ops.test(_zero_diagonal, 0)
@@ -372,7 +372,7 @@ def potri(L: Array, *, uplo: str = "L") -> Array:
     if _calls.replay(call, (L,)):
         return L
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("L", L, True), call=call)
+    ops = Operands(("L", L, True), call=call, checked="potri")
     _square(ops.arrays[0], "L")
     ops.test(_zero_diagonal, 0)
     with ops as (a,):
@@ -399,7 +399,7 @@ def poti(A: Array, *, uplo: str = "L") -> Array:
     if _calls.replay(call, (A,)):
         return A
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True), call=call)
+    ops = Operands(("A", A, True), call=call, checked="poti")
     _square(ops.arrays[0], "A")
     with ops as (a,):
         a = _lower_view(a, lower)
@@ -491,7 +491,7 @@ def posv(A: Array, B: Array, *, uplo: str = "L") -> Array:
     if _calls.replay(call, (A, X)):
         return B
     lower = opt.parse_uplo(uplo)
-    ops = Operands(("A", A, True), ("B", X, True), call=call)
+    ops = Operands(("A", A, True), ("B", X, True), call=call, checked="posv")
     a_arr, b_arr = ops.arrays
     _check_rhs(_square(a_arr, "A"), b_arr, "B")
     with ops as (a, b):

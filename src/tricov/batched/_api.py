@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _options as opt
 from .._errors import NotPositiveDefiniteError, SingularMatrixError
-from .._frontend import real_scalar, scalar
+from .._frontend import _is_cupy, real_scalar, refuse_capture, scalar
 from .._views import Mat
 from ..backends.cuda_libs import read_small
 from . import _replay
@@ -130,6 +130,8 @@ def _replayed(kind: str, arrays: tuple[Any, ...], options: tuple, result: Any,
     before runs its kernels again (:mod:`tricov.batched._replay`) and returns as
     :func:`_finish` would, from the info array its kernels wrote where ``error`` is given (the
     operation returns per-member info of the stack ``arrays[0]``)."""
+    if error is not None and check and _on_gpu(arrays[0]):
+        refuse_capture(f"tricov.batched.{kind} with check=True")
     call = _replay.key(kind, arrays, options)
     hit, info = _replay.replay(call, arrays[0] if error is not None else None)
     if not hit or error is None:
@@ -138,6 +140,16 @@ def _replayed(kind: str, arrays: tuple[Any, ...], options: tuple, result: Any,
     if not check:
         return call, True, info.reshape(shape)
     return call, True, _raise_failures(_on_host(info).reshape(shape), error, result)
+
+
+def _on_gpu(x: Any) -> bool:
+    """Whether a stack, or the first member of a list, is a CuPy array or a DLPack tensor of a
+    CUDA device."""
+    first = x[0] if isinstance(x, (list, tuple)) and len(x) else x
+    if _is_cupy(first):
+        return True
+    device = getattr(first, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) in (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
 def _raise_failures(info: np.ndarray, error: type, result: Any) -> Any:
