@@ -268,8 +268,9 @@ def test_checked_calls_refuse_a_callers_capture(cp, small_leaves, name):
 
 
 def test_unchecked_calls_run_in_a_callers_capture(cp, small_leaves):
-    """TRSM, SYRK and POTRS, and batched POTRF with check=False (its info left on the device),
-    record into the caller's graph: replayed on new data they give the right results."""
+    """TRSM, TRMM, SYRK, POTRS and LAUUM, and batched POTRF with check=False (its info left on
+    the device), record into the caller's graph: replayed on new data they give the right
+    results."""
     rng = np.random.default_rng(8)
     s = _spd(rng, N)
     low = np.linalg.cholesky(s)
@@ -277,6 +278,8 @@ def test_unchecked_calls_run_in_a_callers_capture(cp, small_leaves):
     B = cp.asfortranarray(cp.asarray(rng.standard_normal((N, 3))))
     X = cp.empty_like(B)
     C = cp.zeros((N, N), order="F")
+    W = cp.empty_like(B)
+    U = cp.empty_like(L)
     S = cp.stack([cp.asarray(s)] * 3)
     S[1, 5, 5] = -1.0
     F = cp.empty_like(S)
@@ -286,6 +289,10 @@ def test_unchecked_calls_run_in_a_callers_capture(cp, small_leaves):
         cp.copyto(F, S)
         tc.potrs(L, X)
         tc.syrk(L, C)
+        cp.copyto(W, B)
+        tc.trmm(L, W)
+        cp.copyto(U, L)
+        tc.lauum(U)
         tc.batched.potrf(F, check=False)  # warm: compiled, workspaces in the pool
         stream.synchronize()
         stream.begin_capture()
@@ -293,17 +300,22 @@ def test_unchecked_calls_run_in_a_callers_capture(cp, small_leaves):
         tc.potrs(L, X)
         tc.trsm(L, X, trans="T", alpha=2.0)
         tc.syrk(L, C, alpha=1.0, beta=0.0)
+        cp.copyto(W, B)
+        tc.trmm(L, W, side="L", trans="N")
+        cp.copyto(U, L)
+        tc.lauum(U)
         cp.copyto(F, S)
         info = tc.batched.potrf(F, check=False)
         graph = stream.end_capture()
-        X.fill(0)
-        C.fill(0)
-        F.fill(0)
+        for out in (X, C, W, U, F):
+            out.fill(0)
         graph.launch(stream=stream)
         stream.synchronize()
     x = np.linalg.solve(low.T, 2.0 * np.linalg.solve(s, cp.asnumpy(B)))
     assert np.allclose(cp.asnumpy(X), x, rtol=1e-10, atol=1e-10)
     assert np.allclose(np.tril(cp.asnumpy(C)), np.tril(low @ low.T), rtol=1e-12, atol=1e-12)
+    assert np.allclose(cp.asnumpy(W), low @ cp.asnumpy(B), rtol=1e-12, atol=1e-12)
+    assert np.allclose(np.tril(cp.asnumpy(U)), np.tril(low.T @ low), rtol=1e-12, atol=1e-12)
     assert cp.asnumpy(info).tolist() == [0, 6, 0]
     for k in (0, 2):
         assert np.allclose(np.tril(cp.asnumpy(F[k])), low, rtol=1e-10, atol=1e-10)

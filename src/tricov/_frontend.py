@@ -209,6 +209,11 @@ class Operands:
     ----------
     *items : (name, array, written)
         Each operand with the name used in error messages and whether the call writes it.
+    call : tuple, optional
+        The call's replay key (:mod:`tricov._calls`), under which its steps are recorded.
+    checked : str, optional
+        The name of an operation that reads its status on the host when it ends: on the GPU it
+        refuses a caller's stream capture (:func:`refuse_capture`).
 
     Attributes
     ----------
