@@ -13,25 +13,14 @@ calls is enough).
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import numpy as np
+from cpu_batched_small import best
 
 import tricov as tc
 from tricov.recursive import blas3, cholesky
 
 SPLITS = {"ours": cholesky.potrf_split, "pow2": lambda n, leaf: blas3.split(n)}
-
-
-def best(f: Callable[[], object], reps: int) -> float:
-    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main(reps: int = 30) -> None:
