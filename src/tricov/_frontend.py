@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import _calls, _plans
+from ._keys import CUDA_DLPACK
 from ._views import Mat, view_of
 from .backends.base import Executor
 
@@ -43,7 +44,7 @@ def as_array(x: Any, name: str) -> Any:
                 # NumPy marks DLPack imports read-only; the producer's memory is ours to write.
                 arr = _writeable_alias(arr)
             return arr
-        if device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        if device_type in CUDA_DLPACK:
             import cupy
 
             return cupy.from_dlpack(x)

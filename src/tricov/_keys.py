@@ -26,6 +26,10 @@ import numpy as np
 
 from . import _plans
 
+#: DLPack device types of CUDA memory (kDLCUDA, kDLCUDAManaged): the tensors tricov takes to
+#: the GPU.
+CUDA_DLPACK = (2, 13)
+
 __all__ = ["operand_key"]
 
 
@@ -77,7 +81,7 @@ def _device_part(a: Any, cls: type) -> tuple[int, tuple] | None:
             return part
     elif not (cls.__module__ == "cupy" and cls.__name__ == "ndarray"):
         try:
-            if int(a.__dlpack_device__()[0]) not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            if int(a.__dlpack_device__()[0]) not in CUDA_DLPACK:
                 return None
         except AttributeError:
             return None

@@ -28,6 +28,7 @@ import numpy as np
 from .. import _options as opt
 from .._errors import NotPositiveDefiniteError, SingularMatrixError
 from .._frontend import _is_cupy, real_scalar, refuse_capture, scalar
+from .._keys import CUDA_DLPACK
 from .._views import Mat
 from ..backends.cuda_libs import read_small
 from . import _replay
@@ -149,7 +150,7 @@ def _on_gpu(x: Any) -> bool:
     if _is_cupy(first):
         return True
     device = getattr(first, "__dlpack_device__", None)
-    return device is not None and int(device()[0]) in (2, 13)  # kDLCUDA, kDLCUDAManaged
+    return device is not None and int(device()[0]) in CUDA_DLPACK
 
 
 def _raise_failures(info: np.ndarray, error: type, result: Any) -> Any:

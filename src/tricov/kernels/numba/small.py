@@ -35,9 +35,8 @@ POTRF of orders 4, 8 and 12 runs a copy of the chunk loop compiled for that orde
 loops over the order have constant trip counts (unrolled, constant masks and offsets). Order 12
 gained about 12% that way (float64, 10240 members, ``benchmarks/cpu_potrf_lanes12.txt``); order
 16 lost on one thread, so it keeps the general loop (each copy costs about 4 s of compilation
-per dtype). Square
-operands of the sizes of :data:`PREFETCH_BYTES` are prefetched two chunks ahead, so that their
-memory traffic overlaps the arithmetic of the chunks before them.
+per dtype). Square operands of the sizes of :data:`PREFETCH_BYTES` are prefetched two chunks
+ahead, so that their memory traffic overlaps the arithmetic of the chunks before them.
 
 Failures are per member: POTRF records the first non-positive (or NaN) pivot of each member
 (LAPACK's ``info``) and keeps going, so one failing member never changes the others; TRTRI and
