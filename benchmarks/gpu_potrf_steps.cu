@@ -61,14 +61,14 @@ __global__ void __launch_bounds__(THREADS, 1) steps(const T* A, T* out, long lon
     __shared__ R dinv[TILE];
     long long total = 0;
     if (STEP == 2) {  // a factor to solve against
-        load_tile(D, A, 32, 0, 32, 0, 0, true);
+        load_tile(D, A, 32, 0, 32, 32, 0, 0, true);
         __syncthreads();
         if (threadIdx.x < 32) chol32(D, TLD, 0, dinv);
         __syncthreads();
     }
     for (int r = 0; r < reps; ++r) {
-        if (STEP != 2) load_tile(D, A, 32, 0, 32, 0, 0, true);
-        load_tile(C, A, 32, 0, 32, 0, 0, false);
+        if (STEP != 2) load_tile(D, A, 32, 0, 32, 32, 0, 0, true);
+        load_tile(C, A, 32, 0, 32, 32, 0, 0, false);
         __syncthreads();
         const long long t0 = clock64();
         if constexpr (STEP <= 1) {
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(THREADS, 1) steps(const T* A, T* out, long lon
         __syncthreads();
     }
     if (threadIdx.x == 0) cyc[0] = total / reps;
-    store_tile(STEP <= 1 ? D : C, out, 32, 0, 32, 0, 0, false);
+    store_tile(STEP <= 1 ? D : C, out, 32, 0, 32, 32, 0, 0, false);
 }
 
 }  // namespace tricov

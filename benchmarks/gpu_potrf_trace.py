@@ -58,24 +58,25 @@ EDITS = [
     ("// ------------------------------------------------------------------------ POTRF by tiles\n",
      TRACE),
     ("        if (f > k0) return f;\n", "        if (f > k0) { trace(7, f, k0); return f; }\n"),
-    ("    const int result = wait_flag(done + c * (t + 1), state);\n",
-     "    const int result = wait_flag(done + c * (t + 1), state);\n    trace(3, c, 0);\n"),
-    ("        load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);\n        __syncthreads();\n",
-     "        load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);\n        __syncthreads();\n"
-     "        trace(21, c, 0);\n"),
+    ("    const int result = wait_flag(done + p.flag(c, c), state);\n",
+     "    const int result = wait_flag(done + p.flag(c, c), state);\n    trace(3, c, 0);\n"),
+    ("        load_tile(Lf, A, lda, opa, p.n, p.n, c * TILE, c * TILE, true);\n"
+     "        __syncthreads();\n",
+     "        load_tile(Lf, A, lda, opa, p.n, p.n, c * TILE, c * TILE, true);\n"
+     "        __syncthreads();\n        trace(21, c, 0);\n"),
     ("        solve_tile(C, Lf, dinv);\n        __syncthreads();\n",
      "        solve_tile(C, Lf, dinv);\n        __syncthreads();\n        trace(22, c, 0);\n"),
-    ("            const int i = j + s;\n",
-     "            const int i = j + s;\n            trace(1, i, c);\n"),
-    ("                                  done, t, &first, &failed);\n"
-     "            if (result == DONE)\n",
-     "                                  done, t, &first, &failed);\n            trace(2, i, c);\n"
-     "            if (result == DONE)\n"),
-    ("            if (result == DONE) store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);\n"
-     "            publish(done + i + c * t, result);\n",
+    ("            const int i = j;\n",
+     "            const int i = j;\n            trace(1, i, c);\n"),
+    ("                                  done, &first, &failed);\n"
+     "            if (result == DONE) result",
+     "                                  done, &first, &failed);\n            trace(2, i, c);\n"
+     "            if (result == DONE) result"),
+    ("            if (result == DONE) store_tile(Cs, A, lda, opa, p.end(i), n, p.row(i), c * TILE, "
+     "false);\n            publish(done + p.flag(i, c), result);\n",
      "            trace(4, i, c);\n"
-     "            if (result == DONE) store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);\n"
-     "            publish(done + i + c * t, result);\n            trace(6, i, c);\n"),
+     "            if (result == DONE) store_tile(Cs, A, lda, opa, p.end(i), n, p.row(i), c * TILE, "
+     "false);\n            publish(done + p.flag(i, c), result);\n            trace(6, i, c);\n"),
     ("        const int j0 = j * TILE;\n",
      "        const int j0 = j * TILE;\n        trace(11, j, j);\n"),
     ("                              &failed);\n        if (j > 0) {\n",
@@ -88,8 +89,8 @@ EDITS = [
     ("            if (tid == 0) bad = b;\n        }\n        __syncthreads();\n",
      "            if (tid == 0) bad = b;\n        }\n        __syncthreads();\n"
      "        trace(15, j, j);\n"),
-    ("        publish(done + j * (t + 1), result);\n    }\n}\n",
-     "        publish(done + j * (t + 1), result);\n        trace(16, j, j);\n    }\n}\n"),
+    ("        publish(done + p.flag(j, j), result);\n    }\n}\n",
+     "        publish(done + p.flag(j, j), result);\n        trace(16, j, j);\n    }\n}\n"),
     ("    volatile int* done = flags + 1;\n    for (;;) {\n",
      "    volatile int* done = flags + 1;\n    if (tid == 0) tnum = 0;\n    __syncthreads();\n"
      "    for (;;) {\n"),
@@ -192,8 +193,9 @@ def main() -> None:
                             stamps.memset_async(0, BLOCKS * PER * 16)
                         start, end = cp.cuda.Event(), cp.cuda.Event()
                         start.record()
-                        kernel((grid,), (256,), (np.int32(n), a, np.int64(n), np.int32(opa),
-                                                 flags, info), shared_mem=smem)
+                        kernel((grid,), (256,), (np.int32(n), np.int32(n), a, np.int64(n),
+                                                 np.int32(opa), np.int32(0), flags, info),
+                               shared_mem=smem)
                         end.record()
                         end.synchronize()
                         ts.append(cp.cuda.get_elapsed_time(start, end) * 1e3)

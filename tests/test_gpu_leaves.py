@@ -350,6 +350,56 @@ def test_potrf_by_tiles(cp, cuda, dt, n, order):
                      f"partial factor before {k}")
 
 
+@pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.char in TILE_POTRF])
+@pytest.mark.parametrize("lag", [0, 3, 100])
+@pytest.mark.parametrize("layout", ["F-sub", "C-sub"])
+def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, dt, lag, layout):
+    """POTRF's steps as one ``potrf_tiles`` launch each (``CUDAExecutor.potrf_panel``): two
+    panels of 150 rows (a short last tile) over the 470 and 320 rows below them (short too),
+    for several lags of the rows below, then the last leaf; both triangles (the other one NaN),
+    replayed calls, results as accurate as the leaves and TRSMs apart, nothing outside the
+    matrix written. Failures in either panel's leaf and in the last leaf give LAPACK's order,
+    and the minor before the failure holds its exact factor."""
+    n, leaf, panel = 620, 320, 150  # A11 of 150 rows twice, then the last leaf
+    monkeypatch.setattr(cuda.CUDAExecutor, "panel_lag", lag)
+    panels = []
+    fused = cuda.CUDAExecutor.potrf_panel
+
+    def spy(self, a, offset):
+        panels.append((a.rows, a.cols, fused(self, a, offset)))
+        return panels[-1][2]
+
+    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_panel", spy)
+    tc.set_leaf_size("gpu", "potrf", dt, leaf)
+    tc.set_leaf_size("gpu", "potrf_whole", dt, 1)
+    tc.set_leaf_size("gpu", "potrf_panel", dt, panel)
+    try:
+        rng = make_rng("panel", np.dtype(dt).name, lag, layout)
+        for uplo in "LU":
+            s = random_spd(rng, n, dt)
+            a = s.copy()
+            poison_triangle(a, uplo)
+            for _ in range(3):  # eager, captured, replayed
+                e = embed(a, layout)
+                before = e.snapshot()
+                _run(cp, tc.potrf, e, uplo=uplo)
+                assert_small(potrf_error(a, e.view, uplo), dt, n, f"potrf {uplo}")
+                e.assert_outside_unchanged(before)
+        assert panels[:2] == [(n, panel, True), (n - panel, panel, True)]
+        for k in (40, 150, 151, 300, 301, n):  # first / last pivots of panels and the leaf
+            s = random_spd(rng, n, dt)
+            s[k - 1, k - 1] -= 10 * n
+            e = embed(s, layout)
+            with pytest.raises(tc.NotPositiveDefiniteError) as err:
+                _run(cp, tc.potrf, e)
+            assert err.value.order == k
+            lead = s[: k - 1, : k - 1]
+            assert_small(potrf_error(lead, e.view[: k - 1, : k - 1], "L"), dt, k - 1,
+                         f"partial factor before {k}")
+    finally:
+        tc.set_leaf_size("gpu", "potrf", dt, None)
+
+
 def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     """The TRTRI leaf kernel reports the first zero pivot and leaves the block unchanged (the
     front end checks the diagonal before any leaf runs, so call the executor directly)."""

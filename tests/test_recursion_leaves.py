@@ -1,4 +1,5 @@
-"""The leaves of the TRSM recursion: what ``Executor.run_trsm`` is told is what runs."""
+"""The leaves of the TRSM recursion (what ``Executor.run_trsm`` is told is what runs) and the
+steps of POTRF's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tricov._policy import LeafSizes, leaf_sizes, trsm_leaf
 from tricov._views import Mat
 from tricov.backends.base import Executor
 from tricov.recursive import leaf_rows, trsm
+from tricov.recursive.cholesky import potrf
 
 BASE_A, BASE_B, ITEM = 1 << 20, 1 << 40, 8
 
@@ -110,3 +112,75 @@ def test_setting_the_trsm_leaf_drops_the_narrow_and_small_leaves():
     finally:
         tc.set_leaf_size("gpu", "trsm", dt, None)
     assert leaf_sizes("gpu", dt).trsm_narrow == 512  # the GPU default for float64
+
+
+class _Steps(Executor):
+    """Records POTRF's steps: ``("panel", first row, rows, columns)`` of the panels it fuses
+    (those of at most ``fuses`` columns), ``("leaf", first row, rows)`` of its leaves and
+    ``("trsm", rows, columns)`` of the solves below the leaves."""
+
+    def __init__(self, fuses: int) -> None:
+        super().__init__(np.float64)
+        self.fuses, self.steps = fuses, []
+
+    def _first(self, a: Mat) -> int:
+        return (a.ptr - BASE_A) // ITEM % a.ld
+
+    def potrf_panel(self, a, offset):
+        if a.cols > self.fuses:
+            return None
+        self.steps.append(("panel", self._first(a), a.rows, a.cols))
+        return True
+
+    def potrf(self, a, offset):
+        self.steps.append(("leaf", self._first(a), a.rows))
+        return True
+
+    def trsm(self, lower, unit, alpha, a, b):
+        self.steps.append(("trsm", b.cols, b.rows))  # B is A21^T
+
+    def herk(self, alpha, a, beta, c):
+        pass
+
+    def gemm(self, alpha, a, b, beta, c):
+        pass
+
+
+@pytest.mark.parametrize("n, leaf, panel, fuses, want", [
+    (4096, 2048, 512, 4096, [("panel", 512 * k, 4096 - 512 * k, 512) for k in range(4)]
+     + [("leaf", 2048, 2048)]),
+    # the rows above the last leaf in the fewest steps of at most 512, as equal as they come
+    (2600, 2048, 512, 4096, [("panel", 0, 2600, 276), ("panel", 276, 2324, 276),
+                             ("leaf", 552, 2048)]),
+    (2100, 2048, 512, 4096, [("panel", 0, 2100, 52), ("leaf", 52, 2048)]),
+    # an executor without the fused kernel: the leaf, then the TRSM below it
+    (2600, 2048, 512, 0, [("leaf", 0, 276), ("trsm", 2324, 276), ("leaf", 276, 276),
+                          ("trsm", 2048, 276), ("leaf", 552, 2048)]),
+    # no panels: the smaller block first, and nothing fused
+    (3000, 2048, 0, 4096, [("leaf", 0, 952), ("trsm", 2048, 952), ("leaf", 952, 2048)]),
+    # above two leaves, halves by powers of two; panels inside them
+    (8192, 2048, 1024, 4096, [("panel", 0, 4096, 1024), ("panel", 1024, 3072, 1024),
+                              ("leaf", 2048, 2048), ("trsm", 4096, 4096),
+                              ("panel", 4096, 4096, 1024), ("panel", 5120, 3072, 1024),
+                              ("leaf", 6144, 2048)]),
+])
+def test_potrf_steps(n, leaf, panel, fuses, want):
+    ex = _Steps(fuses)
+    a = Mat(BASE_A, n, n, n, opt.N, ITEM)
+    whole = 1 << 20  # TRSM and HERK in one leaf each
+    assert potrf(ex, LeafSizes(potrf=leaf, potrf_panel=panel, trsm=whole, syrk=whole), a)
+    assert ex.steps == want
+
+
+def test_potrf_panel_crossover_can_be_turned_off():
+    dt = np.float32
+    try:
+        assert leaf_sizes("gpu", dt).potrf_panel == 512  # the GPU default for float32
+        tc.set_leaf_size("gpu", "potrf_panel", dt, 0)
+        assert leaf_sizes("gpu", dt).potrf_panel == 0
+        with pytest.raises(ValueError, match="at least 0"):
+            tc.set_leaf_size("gpu", "potrf_panel", dt, -1)
+        with pytest.raises(ValueError, match="at least 1"):
+            tc.set_leaf_size("gpu", "potrf", dt, 0)
+    finally:
+        tc.set_leaf_size("gpu", "potrf", dt, None)

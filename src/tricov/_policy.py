@@ -29,8 +29,8 @@ OPERATIONS = ("trsm", "trmm", "syrk", "potrf", "trtri", "lauum")
 #: whole call to the native routine (which is already GEMM-bound for wide B), the order up to
 #: which POTRF hands over the whole matrix, and TRSM's leaves for narrow B and for B of few
 #: rows (:func:`trsm_leaf`).
-CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "syrk_whole", "syrk_split", "trsm_narrow",
-              "trsm_min")
+CROSSOVERS = ("trsm_rhs", "trmm_rhs", "potrf_whole", "potrf_panel", "syrk_whole", "syrk_split",
+              "trsm_narrow", "trsm_min")
 #: B is narrow (for :attr:`LeafSizes.trsm_narrow`) with at least NARROW_ROWS rows and at most
 #: 1 / NARROW_RATIO as many columns.
 NARROW_ROWS, NARROW_RATIO = 8192, 16
@@ -61,6 +61,7 @@ class LeafSizes:
     trsm_rhs: int = _NEVER
     trmm_rhs: int = _NEVER
     potrf_whole: int = 0
+    potrf_panel: int = 0
     syrk_whole: int = _NEVER
     syrk_split: int = _NEVER
     trsm_narrow: int = 0
@@ -136,7 +137,18 @@ def trsm_leaf(nb: LeafSizes, rows: int, cols: int) -> int:
 # benchmarks/gpu_potrf_cut.py) gave 13.92 / 14.06 / 14.6 TFLOP/s on tile leaves of 2048 against
 # 13.66 / 13.41 / 13.89 whole (cuSOLVER), while at 3072 and 3584 the whole matrix stayed ahead
 # (8.91 against 8.74, 11.85 against 11.18); orders between 3584 and 4096 were not measured.
-_GPU_POTRF = {"float32": (2048, 3584), "float64": (2048, 2560)}  # (potrf, potrf_whole)
+# Float32 runs right-looking above 2304 rows: panels of at most 512 columns, each one
+# potrf_tiles launch that factors the panel's leaf and solves the rows below it
+# (CUDAExecutor.potrf_panel), then cuBLAS's SYRK, down to the last leaf of 2048. Against the
+# leaves of 2048 with a TRSM between them (and cuSOLVER whole at 2561-3584), one H100,
+# 2026-11-27, x torch over two interleaved runs (benchmarks/gpu_potrf_panels_h100.txt):
+# 2560 1.31-1.37 -> 1.54-1.61, 3072 1.14-1.22 -> 1.35-1.43, 3584 1.16-1.23 -> 1.28-1.35, 4096
+# 1.16-1.25 -> 1.24-1.33, 6144 1.40-1.41 -> 1.45-1.47; the whole matrix by tiles stays ahead
+# at 2304 (1.44-1.48 against 1.38-1.45). Widths of 384 / 640 / 768 were within noise or
+# slower, and so was every panel width in float64 from 3584 rows (DPOTRF 4096 1.32-1.34 ->
+# 1.15-1.24x), which keeps its TRSMs.
+# (potrf, potrf_whole, potrf_panel)
+_GPU_POTRF = {"float32": (2048, 2304, 512), "float64": (2048, 2560, 0)}
 _GPU_SYRK = {"float32": (2048, 8192), "float64": (2048, 8192)}  # (syrk_whole, syrk_split)
 _GPU_BLOCK = {"float32": 128, "float64": 128, "complex64": 128, "complex128": 64}
 # POTRI (TRTRI, LAUUM) of real dtypes on the GPU: leaves of 256 (cuSOLVER's TRTRI, LAUUM as a
@@ -157,10 +169,11 @@ _DEFAULTS: dict[str, dict[str, LeafSizes]] = {
                             trsm_rhs=1024, trmm_rhs=256)
             for name in ("float32", "float64", "complex64", "complex128")},
     "gpu": {name: LeafSizes(trsm=_GPU_TRSM.get(name, 256), trmm=128, syrk=512,
-                            potrf=_GPU_POTRF.get(name, (4096, 16384))[0],
+                            potrf=_GPU_POTRF.get(name, (4096, 16384, 0))[0],
                             trtri=_GPU_TRTRI.get(name, _GPU_INVERSE.get(name, block)),
                             lauum=_GPU_INVERSE.get(name, block),
-                            potrf_whole=_GPU_POTRF.get(name, (4096, 16384))[1],
+                            potrf_whole=_GPU_POTRF.get(name, (4096, 16384, 0))[1],
+                            potrf_panel=_GPU_POTRF.get(name, (4096, 16384, 0))[2],
                             syrk_whole=_GPU_SYRK.get(name, (_NEVER, _NEVER))[0],
                             syrk_split=_GPU_SYRK.get(name, (_NEVER, _NEVER))[1],
                             trsm_narrow=_GPU_TRSM_NARROW.get(name, 0),
@@ -256,7 +269,8 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         One of :data:`OPERATIONS` or :data:`CROSSOVERS`.
     dtype : dtype
     size : int or None
-        At least 1.
+        At least 1 for a leaf size; at least 0 for a crossover (0 turns ``potrf_panel``,
+        ``trsm_narrow`` and ``trsm_min`` off).
     """
     from .batched import _replay
 
@@ -268,8 +282,9 @@ def set_leaf_size(backend: str, op: str, dtype: np.dtype, size: int | None) -> N
         return
     if op not in OPERATIONS + CROSSOVERS:
         raise ValueError(f"op must be one of {OPERATIONS + CROSSOVERS}, got {op!r}")
-    if int(size) < 1:
-        raise ValueError(f"size must be at least 1, got {size}")
+    least = 1 if op in OPERATIONS else 0
+    if int(size) < least:
+        raise ValueError(f"{op} must be at least {least}, got {size}")
     current = leaf_sizes(backend, dtype)
     with _lock:
         extra = ({"trsm_narrow": 0, "trsm_min": 0} if op == "trsm" else

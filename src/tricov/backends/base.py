@@ -222,6 +222,14 @@ class Executor:
             return True
         return self._record(self.raw_potrf(self._uplo(a), a.rows, a.ptr, a.ld), offset)
 
+    def potrf_panel(self, a: Mat, offset: int) -> bool | None:
+        """The first step of POTRF's recursion in one go, where the executor has a kernel for
+        it: the top square of the column panel ``a`` (``a.cols`` rows, a leaf) <- its lower
+        Cholesky factor L11, the rows below it <- themselves times ``L11^-H``. Returns as
+        :meth:`potrf` does, or None where it has no such kernel (the recursion then calls
+        :meth:`potrf` and a TRSM)."""
+        return None
+
     def trtri(self, unit: bool, a: Mat, offset: int) -> bool:
         """Inverse of a logical lower triangle in place; as :meth:`potrf` for failures."""
         if not a.rows:

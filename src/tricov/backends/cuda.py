@@ -26,7 +26,10 @@ on leaf-sized blocks:
   ``potrf_tiles``, tiles of 32 x 32 taken by as many blocks of threads as fit on the device,
   in one launch. cuSOLVER's POTRF runs column by column at order <= 4096 (about 0.43 us a
   column on an H100 at every order, benchmarks/gpu_potrf_apis_h100.txt); the tiles' chain of
-  diagonal tiles takes about 0.3 us a column.
+  diagonal tiles takes about 0.24 us a column. The same launch takes a panel of POTRF's
+  recursion (:meth:`CUDAExecutor.potrf_panel`): the leaf and the rows below it, whose tiles
+  fill the multiprocessors the chain leaves idle, so that the panel's TRSM costs little more
+  than the leaf (leaf sizes' ``potrf_panel``; float32 from 2305 rows).
 
 Larger leaves (leaf sizes set above those limits) go to cuBLAS and cuSOLVER.
 """
@@ -194,6 +197,9 @@ class CUDAExecutor(Executor):
     #: the measured limit of the dtype (:data:`tricov.kernels.TILE_POTRF`), beyond which the
     #: tiles' products, not their chain of diagonal tiles, set the pace.
     tile_potrf: int | None = None
+    #: In :meth:`potrf_panel`'s launch, the tiles below the leaf trail the leaf's own by this
+    #: many columns of tiles.
+    panel_lag = 8
     #: float32 GEMMs of ``m x n x k`` with ``m n >= split_rows (m + n)`` and
     #: ``2 k >= split_rows`` run as one split-TF32 GEMM (:mod:`tricov._precision`) while that is
     #: enabled: splitting the operands reads ``(m + n) k`` elements and writes three times as
@@ -227,7 +233,7 @@ class CUDAExecutor(Executor):
     @classmethod
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
-                cls.herk_native, cls.stage_bytes, cls.tile_potrf, cls.split_rows,
+                cls.herk_native, cls.stage_bytes, cls.tile_potrf, cls.panel_lag, cls.split_rows,
                 cls.split_bytes, _precision.split_tf32_enabled())
 
     # ------------------------------------------------------------ failures
@@ -483,13 +489,17 @@ class CUDAExecutor(Executor):
                                cuda.MemoryPointer(memory, 0), (view.ld * size, size))
 
     # -------------------------------------------------------- Cholesky leaves
+    def _by_tiles(self, n: int) -> bool:
+        """Whether a POTRF leaf of ``n`` rows is factored by tiles."""
+        char = self.dtype.char
+        tiles = TILE_POTRF.get(char, 0) if self.tile_potrf is None else self.tile_potrf
+        return self._sb < n <= tiles and char in TILE_POTRF
+
     def potrf(self, a: Mat, offset: int) -> bool:
         self._inverses = None
         n = a.rows
-        char = self.dtype.char
-        tiles = TILE_POTRF.get(char, 0) if self.tile_potrf is None else self.tile_potrf
-        if self._sb < n <= tiles and char in TILE_POTRF:
-            return self._potrf_tiles(a, offset)
+        if self._by_tiles(n):
+            return self._potrf_tiles(a, n, offset)
         if not n or n > self._sb:
             ok = super().potrf(a, offset)
             if n:  # a second status, read after cuSOLVER's own
@@ -508,20 +518,29 @@ class CUDAExecutor(Executor):
         nvrtc.function("triangular.cu", f"tricov::transpose_square<{self._ctype}>")(
             (tiles, tiles), (32, 8), (np.int32(n), np.uint64(a), np.int64(lda)))
 
-    def _potrf_tiles(self, a: Mat, offset: int) -> bool:
-        """The POTRF leaf by tiles of 32 in one launch (``potrf_tiles``): as many blocks of
-        threads as it has work items or as fit on the device at once, and its flags zeroed
-        before it on the stream."""
-        n, status = a.rows, self._status()
+    def potrf_panel(self, a: Mat, offset: int) -> bool | None:
+        n = a.cols
+        if not self._by_tiles(n):
+            return None
+        self._inverses = None
+        return self._potrf_tiles(a, n, offset)
+
+    def _potrf_tiles(self, a: Mat, n: int, offset: int) -> bool:
+        """The POTRF leaf of the first ``n`` rows of ``a`` and the solve of the rows below it
+        by tiles of 32 in one launch (``potrf_tiles``): as many blocks of threads as it has
+        work items or as fit on the device at once, and its flags zeroed before it on the
+        stream."""
+        m, status = a.rows, self._status()
         t = -(-n // 32)
-        flags = self.xp.zeros(1 + t * t, dtype=np.int32)
+        rt = t - (-(m - n) // 32)
+        flags = self.xp.zeros(1 + t * rt, dtype=np.int32)
         self._keep.append(flags)
         blocks = TILE_BLOCKS[self.dtype.itemsize] * nvrtc.device_attribute("MultiProcessorCount")
-        grid = min(1 + t * (t - 1) // 2, blocks)
+        grid = min(1 + t * (t - 1) // 2 + t * (rt - t), blocks)
         self._launch(f"tricov::potrf_tiles<{self._ctype}>", grid, (
-            np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
-            np.uint64(flags.data.ptr), np.uint64(self._status_ptr(status))),
-            tile_smem(self.dtype.itemsize))
+            np.int32(m), np.int32(n), np.uint64(a.ptr), np.int64(a.ld), np.int32(self._op(a)),
+            np.int32(self.panel_lag), np.uint64(flags.data.ptr),
+            np.uint64(self._status_ptr(status))), tile_smem(self.dtype.itemsize))
         return self._record(status, offset)
 
     def nan_pivot(self, n: int, a: int, lda: int) -> tuple[int, int]:

@@ -491,6 +491,6 @@ def instantiations(source: str) -> dict[str, list[str]]:
             decls.append(f"__global__ void tricov::lauum_leaf<{t}, {sb}>(int, {t}*, long long, "
                          "int)")
             if _CHARS[t] in TILE_POTRF:
-                decls.append(f"__global__ void tricov::potrf_tiles<{t}>(int, {t}*, long long, "
-                             "int, int*, int*)")
+                decls.append(f"__global__ void tricov::potrf_tiles<{t}>(int, int, {t}*, "
+                             "long long, int, int, int*, int*)")
     return out

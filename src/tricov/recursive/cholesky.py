@@ -20,6 +20,9 @@ def potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int = 0) -> bool:
 
         L11 <- potrf(A11)
         L21 <- A21 L11^-H                 TRSM (as conj(L11) L21^T = A21^T)
+                                          (both in one kernel where the executor has one
+                                          and A11 has at most nb.potrf_panel rows:
+                                          Executor.potrf_panel)
         A22 <- A22 - L21 L21^H            HERK
         L22 <- potrf(A22)
 
@@ -31,7 +34,7 @@ def potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int = 0) -> bool:
     return _potrf(ex, nb, a, offset)
 
 
-def potrf_split(n: int, leaf: int) -> int:
+def potrf_split(n: int, leaf: int, panel: int = 0) -> int:
     """Rows of A11 in POTRF's recursion over ``n > leaf`` rows with leaves of ``leaf``.
 
     The largest power of two below ``n``, except where two leaves hold the matrix: then A22 is
@@ -43,19 +46,33 @@ def potrf_split(n: int, leaf: int) -> int:
     4000 1467-1475 / 1651-1670 -> 1384-1418 / 1584-1607 µs. On 2 CPU cores (leaves of 256;
     ``benchmarks/cpu_potrf_split.py``) 300 / 384 / 448 / 511 rows 396-402 / 637-640 / 874-882 /
     1209-1210 -> 352-356 / 592-593 / 846-853 / 1164-1169 µs.
+
+    With ``panel`` (leaf sizes' ``potrf_panel``, for executors that factor a leaf and solve the
+    rows below it in one kernel, :meth:`Executor.potrf_panel`), the rows above the last leaf
+    are cut in the fewest steps of at most ``panel`` rows, as equal as they come, and A11 is
+    the first: the recursion runs right-looking, a panel at a time, down to the last leaf.
     """
-    return split(n) if n > 2 * leaf else n - leaf
+    if n > 2 * leaf:
+        return split(n)
+    if not panel:
+        return n - leaf
+    steps = -(-(n - leaf) // panel)  # A11 of equal rows, so that no step is a sliver
+    return -(-(n - leaf) // steps)
 
 
 def _potrf(ex: Executor, nb: LeafSizes, a: Mat, offset: int) -> bool:
     n = a.rows
     if n <= nb.potrf:
         return ex.potrf(a, offset)
-    k = potrf_split(n, nb.potrf)
+    k = potrf_split(n, nb.potrf, nb.potrf_panel)
     a11, a21, _, a22 = a.quad(k)
-    if not _potrf(ex, nb, a11, offset):
+    done = ex.potrf_panel(a.block(0, n, 0, k), offset) if k <= nb.potrf_panel else None
+    if done is None:
+        done = _potrf(ex, nb, a11, offset)
+        if done:
+            trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
+    if not done:
         return False
-    trsm(ex, nb, True, False, 1.0, a11.conj, a21.T)
     herk(ex, nb, -1.0, a21, 1.0, a22)
     return _potrf(ex, nb, a22, offset + k)
 

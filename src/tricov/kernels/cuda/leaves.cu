@@ -725,14 +725,17 @@ potrf_leaf(int n, T* A, long long lda, int opa, int* info)
 }
 
 // ------------------------------------------------------------------------ POTRF by tiles
-// The Cholesky factor of a larger logical view by tiles of 32 x 32, in one launch. Blocks of
+// The Cholesky factor of a larger logical view by tiles of 32 x 32, in one launch, and with
+// it the solve of the rows below it (a panel of POTRF's recursion: L21 = A21 L11^-H), whose
+// tiles fill the multiprocessors that the chain of diagonal tiles leaves idle. Blocks of
 // threads take work items from a counter: the pair P_j of the tiles (j, j - 1) and (j, j) (P_0
 // the tile (0, 0) alone), or a tile (i, c), i >= c + 2, solved alone. A tile subtracts its
 // row's and its column's factored tiles as they appear (left-looking), then is solved against
 // its column's factored diagonal tile or factored itself (chol32). A pair keeps its solved
 // tile in shared memory to update its diagonal tile, so that the chain of diagonal tiles, which
 // sets the pace, passes through global memory once per column of tiles. The order of items:
-// P_0, then for j >= 1 P_j followed by the solved-alone tiles of column j - 1 (every item reads
+// P_0, then for j >= 1 P_j followed by the solved-alone tiles of column j - 1 of the triangle
+// and those of column j - 1 - lag below it, then the columns below it left (every item reads
 // only earlier items, so every wait ends whatever number of blocks is resident). Blocks wait
 // for the tiles they read through flags in global memory and read tiles past L1 (__ldcg): a
 // block may have read a tile's memory before its factor was written.
@@ -782,18 +785,18 @@ __device__ __forceinline__ void publish(volatile int* flag, int state, int first
 constexpr int PER = TILE * TILE / THREADS;
 
 // Thread tid's elements of the tile at (i0, j0) of op_a(A) (along memory: rows of the tile
-// for op N), zero outside the matrix (with `lower`, also above the diagonal, and ones on the
-// diagonal past the matrix).
+// for op N), zero outside rows < m and columns < n (with `lower`, a diagonal tile: also zero
+// above the diagonal, and ones on the diagonal past the matrix).
 template <typename T>
 __device__ __forceinline__ void fetch_tile(T (&v)[PER], const T* A, long long lda, int opa,
-                                           int n, int i0, int j0, bool lower) {
+                                           int m, int n, int i0, int j0, bool lower) {
 #pragma unroll
     for (int q = 0; q < PER; ++q) {
         const int e = threadIdx.x + q * THREADS;
         const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
         const int i = i0 + r, j = j0 + c;
-        v[q] = T(lower && r == c && i >= n ? 1 : 0);
-        if (i < n && j < n && (!lower || r >= c)) {
+        v[q] = T(lower && r == c && i >= m ? 1 : 0);
+        if (i < m && j < n && (!lower || r >= c)) {
             v[q] = ld_cg((opa & 1) ? A + j + i * lda : A + i + j * lda);
             if (opa & 2) v[q] = conj_(v[q]);
         }
@@ -811,20 +814,20 @@ __device__ __forceinline__ void put_tile(T* D, const T (&v)[PER], int opa) {
 }
 
 template <typename T>
-__device__ __forceinline__ void load_tile(T* D, const T* A, long long lda, int opa, int n,
-                                          int i0, int j0, bool lower) {
+__device__ __forceinline__ void load_tile(T* D, const T* A, long long lda, int opa, int m,
+                                          int n, int i0, int j0, bool lower) {
     T v[PER];
-    fetch_tile(v, A, lda, opa, n, i0, j0, lower);
+    fetch_tile(v, A, lda, opa, m, n, i0, j0, lower);
     put_tile(D, v, opa);
 }
 
 // The inverse of load_tile, by the threads from `first` on.
 template <typename T>
-__device__ void store_tile(const T* D, T* A, long long lda, int opa, int n, int i0, int j0,
-                           bool lower, int first = 0) {
+__device__ void store_tile(const T* D, T* A, long long lda, int opa, int m, int n, int i0,
+                           int j0, bool lower, int first = 0) {
     for (int e = threadIdx.x - first; e < TILE * TILE; e += THREADS - first) {
         const int r = (opa & 1) ? e / TILE : e % TILE, c = (opa & 1) ? e % TILE : e / TILE;
-        if (i0 + r < n && j0 + c < n && (!lower || r >= c))
+        if (i0 + r < m && j0 + c < n && (!lower || r >= c))
             store(A, lda, opa, i0 + r, j0 + c, D[r + c * TLD]);
     }
 }
@@ -904,17 +907,59 @@ __device__ __forceinline__ void solve_tile(T* C, const T* L, const real_t<T>* di
     for (int q = 0; q < ROWS; ++q) C[warp + (THREADS / 32) * q + lane * TLD] = c[q] * d;
 }
 
+// The tiles of a panel of m rows whose first n form the triangle: t columns of tiles, rt rows
+// of them; row of tiles i < t starts at row 32 i of the triangle, row t + b at row n + 32 b of
+// the rows below it (tiles of the triangle end at row n, those below it at row m). Tile (i, c)
+// is flagged at done[i + c rt].
+struct Panel {
+    int m, n, t, rt, lag;
+    __device__ int row(int i) const { return i < t ? TILE * i : n + TILE * (i - t); }
+    __device__ int end(int i) const { return i < t ? n : m; }
+    __device__ int flag(int i, int c) const { return i + c * rt; }
+    __device__ int items() const { return 1 + t * (t - 1) / 2 + t * (rt - t); }
+
+    // Item s < items() in the order above: the pair P_i (c < 0) or the tile (i, c).
+    __device__ void item(int s, int& i, int& c) const {
+        const int below = rt - t;
+        i = 0;
+        c = -1;
+        if (s-- == 0) return;
+        for (int j = 1; j < t; ++j) {
+            if (s-- == 0) {
+                i = j;
+                return;
+            }
+            if (s < t - j - 1) {
+                i = j + 1 + s;
+                c = j - 1;
+                return;
+            }
+            s -= t - j - 1;
+            if (j - 1 - lag >= 0) {
+                if (s < below) {
+                    i = t + s;
+                    c = j - 1 - lag;
+                    return;
+                }
+                s -= below;
+            }
+        }
+        i = t + s % below;
+        c = max(0, t - 1 - lag) + s / below;
+    }
+};
+
 // The end of the run of terms k0 <= k < r of a left-looking update whose tiles (rx, k) and
 // (ry, k) are all flagged DONE, r > k0 (waiting until term k0's are flagged), or -1 if the first
 // term not DONE has a FAILED tile. The block reads the flags of every term left at once: one
 // round trip to L2 for the run, where waiting for each tile in turn took two for every term.
-__device__ int ready_terms(const volatile int* done, int t, int rx, int ry, int k0, int kmax,
+__device__ int ready_terms(const volatile int* done, int rt, int rx, int ry, int k0, int kmax,
                            int* first, int* failed) {
     for (;;) {
         if (threadIdx.x == 0) *first = *failed = kmax;
         __syncthreads();
         for (int k = k0 + threadIdx.x; k < kmax; k += THREADS) {
-            const int fx = done[rx + k * t], fy = done[ry + k * t];
+            const int fx = done[rx + k * rt], fy = done[ry + k * rt];
             if (fx != DONE || fy != DONE) {
                 atomicMin(first, k);
                 if (fx == FAILED || fy == FAILED) atomicMin(failed, k);
@@ -938,25 +983,26 @@ __device__ int ready_terms(const volatile int* done, int t, int rx, int ry, int 
 // once a tile did.
 template <typename T>
 __device__ int left_looking(T* C1, T* C2, T* X, T* Y, int kmax, int rx, int ry, const T* A,
-                            long long lda, int opa, int n, const volatile int* done, int t,
+                            long long lda, int opa, const Panel& p, const volatile int* done,
                             int* first, int* failed) {
     T x[PER], y[PER];
+    const int x0 = p.row(rx), xend = p.end(rx), y0 = TILE * ry;  // ry < t
     bool got = false;  // x and y hold term k's tiles
     int ready = 0;     // terms below it are flagged DONE
     for (int k = 0; k < kmax; ++k) {
         if (!got) {
-            if (k >= ready) ready = ready_terms(done, t, rx, ry, k, kmax, first, failed);
+            if (k >= ready) ready = ready_terms(done, p.rt, rx, ry, k, kmax, first, failed);
             if (ready <= k) return FAILED;
-            fetch_tile(x, A, lda, opa, n, rx * TILE, k * TILE, false);
-            fetch_tile(y, A, lda, opa, n, ry * TILE, k * TILE, false);
+            fetch_tile(x, A, lda, opa, xend, p.n, x0, k * TILE, false);
+            fetch_tile(y, A, lda, opa, p.n, p.n, y0, k * TILE, false);
         }
         put_tile(X, x, opa);
         put_tile(Y, y, opa);
         __syncthreads();
         got = k + 1 < kmax && k + 1 < ready;
         if (got) {
-            fetch_tile(x, A, lda, opa, n, rx * TILE, (k + 1) * TILE, false);
-            fetch_tile(y, A, lda, opa, n, ry * TILE, (k + 1) * TILE, false);
+            fetch_tile(x, A, lda, opa, xend, p.n, x0, (k + 1) * TILE, false);
+            fetch_tile(y, A, lda, opa, p.n, p.n, y0, (k + 1) * TILE, false);
         }
         sub_product(C1, X, Y);
         if (C2) sub_product(C2, X, X);
@@ -969,10 +1015,10 @@ __device__ int left_looking(T* C1, T* C2, T* X, T* Y, int kmax, int rx, int ry, 
 // shared memory at Lf, with dinv 1 / its diagonal). Returns its flag's state.
 template <typename T>
 __device__ int solve_below(T* C, T* Lf, real_t<T>* dinv, int c, const T* A, long long lda,
-                           int opa, int n, const volatile int* done, int t, int* state) {
-    const int result = wait_flag(done + c * (t + 1), state);
+                           int opa, const Panel& p, const volatile int* done, int* state) {
+    const int result = wait_flag(done + p.flag(c, c), state);
     if (result == DONE) {
-        load_tile(Lf, A, lda, opa, n, c * TILE, c * TILE, true);
+        load_tile(Lf, A, lda, opa, p.n, p.n, c * TILE, c * TILE, true);
         __syncthreads();
         if (threadIdx.x < TILE) dinv[threadIdx.x] = real_t<T>(1) / re(Lf[threadIdx.x * (TLD + 1)]);
         __syncthreads();
@@ -982,15 +1028,17 @@ __device__ int solve_below(T* C, T* Lf, real_t<T>* dinv, int c, const T* A, long
     return result;
 }
 
-// The lower triangle of the n x n logical view op_a(A) <- its Cholesky factor. flags: 1 + t x t
-// ints (t = ceil(n / 32)), zero at the launch: the item counter, then a flag per tile (i, j)
-// at 1 + i + j t. info[0] gets 0 or the order of the first leading minor that is not positive
-// definite (A then holds the factor's tiles left of the failing diagonal tile and in its row,
-// that tile as chol32 left it, and the tiles below it and right of it as they were). Blocks
-// per multiprocessor as kernels.TILE_BLOCKS says (float64 would spill registers at two).
+// The lower triangle of the n x n logical view op_a(A) <- its Cholesky factor L, and the
+// m - n rows below it <- themselves times L^-H. flags: 1 + rt t ints (Panel), zero at the
+// launch: the item counter, then a flag per tile. lag: how many columns of tiles the rows below
+// the triangle trail its own (Panel::item). info[0] gets 0 or the order of the first leading
+// minor that is not positive definite (A then holds the factor's tiles left of the failing
+// diagonal tile and in its row, that tile as chol32 left it, the tiles below it and right of
+// it as they were, and the rows below the triangle solved in the columns of tiles left of it).
+// Blocks per multiprocessor as kernels.TILE_BLOCKS says (float64 would spill registers at two).
 template <typename T>
 __global__ void __launch_bounds__(THREADS, sizeof(T) >= 8 ? 1 : 2)
-potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
+potrf_tiles(int m, int n, T* A, long long lda, int opa, int lag, int* flags, int* info)
 {
     using R = real_t<T>;
     T* Lf = shared_as<T>();      // a factored diagonal tile,
@@ -1000,47 +1048,45 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
     T* Y = X + TILE * TLD;
     __shared__ R dinv[TILE];
     __shared__ int ticket, state, bad, first, failed;
-    const int t = (n + TILE - 1) / TILE, items = 1 + t * (t - 1) / 2, tid = threadIdx.x;
+    const int t = (n + TILE - 1) / TILE, tid = threadIdx.x;
+    const Panel p{m, n, t, t + (m - n + TILE - 1) / TILE, lag};
+    const int items = p.items();
     volatile int* done = flags + 1;
     for (;;) {
         if (tid == 0) ticket = atomicAdd(flags, 1);
         __syncthreads();
-        int s = ticket;
+        const int s = ticket;
         __syncthreads();
         if (s >= items) return;
-        int j = 0, c = -1;  // P_j, or the tile (j + s, c) solved alone if c >= 0
-        if (s > 0) {
-            for (s -= 1, j = 1; s >= t - j; ++j) s -= t - j;
-            if (s > 0) c = j - 1;
-        }
+        int j, c;  // P_j, or the tile (j, c) solved alone if c >= 0
+        p.item(s, j, c);
         int result;
         if (c >= 0) {
-            const int i = j + s;
-            load_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
-            result = left_looking(Cs, static_cast<T*>(nullptr), X, Y, c, i, c, A, lda, opa, n,
-                                  done, t, &first, &failed);
-            if (result == DONE)
-                result = solve_below(Cs, Lf, dinv, c, A, lda, opa, n, done, t, &state);
-            if (result == DONE) store_tile(Cs, A, lda, opa, n, i * TILE, c * TILE, false);
-            publish(done + i + c * t, result);
+            const int i = j;
+            load_tile(Cs, A, lda, opa, p.end(i), n, p.row(i), c * TILE, false);
+            result = left_looking(Cs, static_cast<T*>(nullptr), X, Y, c, i, c, A, lda, opa, p,
+                                  done, &first, &failed);
+            if (result == DONE) result = solve_below(Cs, Lf, dinv, c, A, lda, opa, p, done, &state);
+            if (result == DONE) store_tile(Cs, A, lda, opa, p.end(i), n, p.row(i), c * TILE, false);
+            publish(done + p.flag(i, c), result);
             continue;
         }
         const int j0 = j * TILE;
-        load_tile(Cd, A, lda, opa, n, j0, j0, true);
-        if (j > 0) load_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false);
+        load_tile(Cd, A, lda, opa, n, n, j0, j0, true);
+        if (j > 0) load_tile(Cs, A, lda, opa, n, n, j0, j0 - TILE, false);
         __syncthreads();
-        result = left_looking(Cs, Cd, X, Y, j - 1, j, j - 1, A, lda, opa, n, done, t, &first,
+        result = left_looking(Cs, Cd, X, Y, j - 1, j, j - 1, A, lda, opa, p, done, &first,
                               &failed);
         if (j > 0) {
             if (result == DONE)
-                result = solve_below(Cs, Lf, dinv, j - 1, A, lda, opa, n, done, t, &state);
+                result = solve_below(Cs, Lf, dinv, j - 1, A, lda, opa, p, done, &state);
             if (result == DONE) {
                 sub_product(Cd, Cs, Cs);
                 __syncthreads();
             }
             if (tid >= 32) {  // the solved tile out while warp 0 factors the diagonal one
-                if (result == DONE) store_tile(Cs, A, lda, opa, n, j0, j0 - TILE, false, 32);
-                publish(done + j + (j - 1) * t, result, 32);
+                if (result == DONE) store_tile(Cs, A, lda, opa, n, n, j0, j0 - TILE, false, 32);
+                publish(done + p.flag(j, j - 1), result, 32);
             }
         }
         if (result == DONE && tid < 32) {
@@ -1049,11 +1095,11 @@ potrf_tiles(int n, T* A, long long lda, int opa, int* flags, int* info)
         }
         __syncthreads();
         if (result == DONE) {
-            store_tile(Cd, A, lda, opa, n, j0, j0, true);
+            store_tile(Cd, A, lda, opa, n, n, j0, j0, true);
             if (bad >= 0) result = FAILED;
             if (tid == 0 && (bad >= 0 || j == t - 1)) info[0] = bad >= 0 ? j0 + bad + 1 : 0;
         }
-        publish(done + j * (t + 1), result);
+        publish(done + p.flag(j, j), result);
     }
 }
 

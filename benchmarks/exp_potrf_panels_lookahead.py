@@ -1,0 +1,150 @@
+"""Experiment: POTRF as fused panels (``CUDAExecutor.potrf_panel``) with look-ahead on two streams.
+
+    PYTHONPATH=src python3 benchmarks/exp_potrf_panels_lookahead.py [N ...]
+
+tricov's float32 POTRF of 2305-4096 rows runs right-looking: panels of at most 512 columns, each
+one ``potrf_tiles`` launch that factors the panel's diagonal block and solves the rows below it,
+then a SYRK of the trailing matrix, down to a last tile leaf of 2048 rows. The panels are
+latency-bound (the chain of diagonal tiles) and the SYRKs wait for them. Here the same cuts run
+with look-ahead: stream 0 runs the panels and the update of the next panel's columns, stream 1
+the rest of each trailing update, so that a SYRK overlaps the next panel. Every schedule is
+captured once into a CUDA graph and replayed; medians of 20 replays in microseconds (CUDA
+events), the input restored before each, against ``tc.potrf`` (its own replay) and
+``torch.linalg.cholesky``. Variants: panel widths, one stream (the same launches as tc.potrf),
+stream 0 at high priority, and the tile kernel held to one block per multiprocessor. The factor
+is checked against tc.potrf's.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import cupy as cp
+import numpy as np
+import torch
+from exp_potrf_lookahead import subtract_product
+from gpu_layouts import median_us
+
+import tricov as tc
+from tricov import _frontend
+from tricov._views import view_of
+from tricov.backends import cuda as tc_cuda
+
+LEAF = 2048
+
+
+def cuts(n: int, width: int) -> list[int]:
+    """Column cuts: panels of at most ``width`` (as equal as they come), then the last leaf."""
+    out = [0]
+    while n - out[-1] > LEAF:
+        rest = n - out[-1] - LEAF
+        out.append(out[-1] + -(-rest // -(-rest // width)))
+    return out + [n]
+
+
+def schedule(a: cp.ndarray, cut: list[int], streams: tuple, keep: list) -> None:
+    """Factor ``a`` (F order, lower) along ``cut``; ``streams`` = (s0, s1), or (s0, s0)."""
+    n, last = a.shape[0], len(cut) - 2
+    s0, s1 = streams
+    ev_next = {}
+    for k in range(last + 1):
+        lo, hi = cut[k], cut[k + 1]
+        with s0:
+            if k == last:
+                tc.potrf(a[lo:, lo:])
+                break
+            ex = tc_cuda.CUDAExecutor(a.dtype)
+            keep.append(ex)
+            ex.potrf_panel(view_of(a[lo:, lo:hi]), 0)
+            panel = cp.cuda.Event(disable_timing=True)
+            panel.record(s0)
+            if k - 1 in ev_next:
+                s0.wait_event(ev_next[k - 1])
+            nxt = cut[k + 2]
+            tc.syrk(a[hi:nxt, lo:hi], a[hi:nxt, hi:nxt], alpha=-1.0, beta=1.0)
+            if nxt < n:
+                subtract_product(a[nxt:, hi:nxt], a[nxt:, lo:hi], a[hi:nxt, lo:hi])
+        if k + 2 <= last:
+            with s1:
+                s1.wait_event(panel)
+                c2, c3 = cut[k + 2], cut[k + 3]
+                tc.syrk(a[c2:c3, lo:hi], a[c2:c3, c2:c3], alpha=-1.0, beta=1.0)
+                if c3 < n:
+                    subtract_product(a[c3:, c2:c3], a[c3:, lo:hi], a[c2:c3, lo:hi])
+                done = cp.cuda.Event(disable_timing=True)
+                done.record(s1)
+                ev_next[k] = done
+                if c3 < n:
+                    tc.syrk(a[c3:, lo:hi], a[c3:, c3:], alpha=-1.0, beta=1.0)
+    if s1 is not s0:
+        join = cp.cuda.Event(disable_timing=True)
+        join.record(s1)
+        s0.wait_event(join)
+
+
+def captured(a: cp.ndarray, cut: list[int], two: bool, priority: int, keep: list):
+    """The schedule captured into one graph on a fresh stream (stream 1 forked from it)."""
+    s0 = cp.cuda.Stream(non_blocking=True, priority=priority)
+    s1 = cp.cuda.Stream(non_blocking=True) if two else s0
+    with s0:
+        schedule(a, cut, (s0, s1), keep)  # warm: compiles, allocates the pools' blocks
+        s0.synchronize()
+        s1.synchronize()
+        s0.begin_capture()
+        fork = cp.cuda.Event(disable_timing=True)
+        fork.record(s0)
+        s1.wait_event(fork)
+        schedule(a, cut, (s0, s1), keep)
+        return s0.end_capture()
+
+
+def size(n: int, dtype) -> None:
+    rng = cp.random.default_rng(n)
+    x = rng.standard_normal((n, n), dtype=np.float64)
+    spd = cp.asfortranarray((x @ x.T / n + cp.eye(n)).astype(dtype))
+    w = cp.empty_like(spd)
+    ta = torch.as_tensor(spd, device="cuda")
+
+    def restore() -> None:
+        cp.copyto(w, spd)
+
+    t_torch = median_us(lambda: None, lambda: torch.linalg.cholesky(ta), 20, 4)
+    t_whole = median_us(restore, lambda: tc.potrf(w), 20, 4)
+    ref = cp.tril(w)
+    print(f"{np.dtype(dtype).name} {n}: torch {t_torch:7.0f}  tc.potrf {t_whole:7.0f} "
+          f"(x{t_torch / t_whole:.2f})", flush=True)
+    high = -100  # CUDA clamps it to the device's greatest priority
+    variants = [(512, True, 0, None), (512, False, 0, None), (512, True, high, None),
+                (512, True, 0, 1), (384, True, 0, None), (768, True, 0, None),
+                (1024, True, 0, None)]
+    for width, two, priority, blocks in variants:
+        saved = dict(tc_cuda.TILE_BLOCKS)
+        if blocks:
+            tc_cuda.TILE_BLOCKS[np.dtype(dtype).itemsize] = blocks
+        keep: list = []
+        try:
+            restore()
+            graph = captured(w, cuts(n, width), two, priority, keep)
+            t = median_us(restore, graph.launch, 20, 4)
+        finally:
+            tc_cuda.TILE_BLOCKS.clear()
+            tc_cuda.TILE_BLOCKS.update(saved)
+        err = float(cp.abs(cp.tril(w) - ref).max() / cp.abs(ref).max())
+        print(f"  width {width:4d} {'look-ahead' if two else 'one stream'}"
+              f"{' high priority' if priority else ''}"
+              f"{f' tile blocks {blocks}' if blocks else ''}: {t:7.0f} (x{t_torch / t:.2f}) "
+              f"max diff {err:.1e}", flush=True)
+
+
+def main(sizes: list[int]) -> None:
+    print(torch.cuda.get_device_name(), flush=True)
+    # No status read, and no refusal, inside the capture (tricov.potrf refuses one otherwise)
+    _frontend.Operands.raise_failure = lambda self, error: None
+    _frontend.refuse_capture = lambda name: None
+    for dtype in (np.float32, np.float64):
+        for n in sizes:
+            size(n, dtype)
+
+
+if __name__ == "__main__":
+    main([int(v) for v in sys.argv[1:]] or [3072, 3584, 4096])
