@@ -400,6 +400,34 @@ def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, dt, lag, layout):
         tc.set_leaf_size("gpu", "potrf", dt, None)
 
 
+@pytest.mark.parametrize("order", "FC")
+def test_spotrf_default_panels(cp, cuda, monkeypatch, order):
+    """Float32 POTRF at the default leaf sizes past the whole-matrix crossover: panels of 276
+    rows (``potrf_panel`` cuts the 552 rows above the last leaf in two) and the last leaf of
+    2048, both triangles, as accurate as LAPACK's."""
+    from tricov._policy import leaf_sizes
+
+    nb = leaf_sizes("gpu", np.float32)
+    n = nb.potrf + 552
+    assert nb.potrf_whole < n <= 2 * nb.potrf and nb.potrf_panel == 512
+    panels = []
+    fused = cuda.CUDAExecutor.potrf_panel
+
+    def spy(self, a, offset):
+        panels.append((a.rows, a.cols, fused(self, a, offset)))
+        return panels[-1][2]
+
+    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_panel", spy)
+    rng = make_rng("spotrf-panels", order)
+    for uplo in "LU":
+        a = random_spd(rng, n, np.float32)
+        poison_triangle(a, uplo)
+        A = cp.asarray(a, order=order)
+        tc.potrf(A, uplo=uplo)
+        assert_small(potrf_error(a, cp.asnumpy(A), uplo), np.float32, n, f"potrf {uplo}")
+    assert panels[:2] == [(n, 276, True), (n - 276, 276, True)]
+
+
 def test_trtri_leaf_reports_zero_diagonal(cp, cuda):
     """The TRTRI leaf kernel reports the first zero pivot and leaves the block unchanged (the
     front end checks the diagonal before any leaf runs, so call the executor directly)."""
