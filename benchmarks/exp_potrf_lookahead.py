@@ -19,6 +19,7 @@ checked against the whole-matrix one.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import cupy as cp
 import numpy as np
@@ -66,37 +67,59 @@ def schedule(a: cp.ndarray, nb: int, streams: tuple) -> None:
                 if nxt < n:
                     subtract_product(a[nxt:, hi:nxt], a[nxt:, lo:hi], a[hi:nxt, lo:hi])
         if k + 2 < k_blocks:
-            with s1:
-                s1.wait_event(panel)
-                c2, c3 = cut[k + 2], cut[k + 3]  # column k+2 first, then the rest
-                tc.syrk(a[c2:c3, lo:hi], a[c2:c3, c2:c3], alpha=-1.0, beta=1.0)
-                if c3 < n:
-                    subtract_product(a[c3:, c2:c3], a[c3:, lo:hi], a[c2:c3, lo:hi])
-                done = cp.cuda.Event(disable_timing=True)
-                done.record(s1)
-                ev_next[k] = done
-                if c3 < n:
-                    tc.syrk(a[c3:, lo:hi], a[c3:, c3:], alpha=-1.0, beta=1.0)
+            ev_next[k] = rest_of_update(a, (lo, hi), cut[k + 2], cut[k + 3], s1, panel)
+    join(s0, s1)
+
+
+def rest_of_update(a: cp.ndarray, panel_cols: tuple[int, int], c2: int, c3: int,
+                   s1: cp.cuda.Stream, panel: cp.cuda.Event) -> cp.cuda.Event:
+    """On stream 1 once ``panel`` is recorded: the trailing matrix from row and column ``c2``
+    less the product of the panel's columns, the block column ``c2:c3`` first; returns the event
+    recorded after that block column (the rest follows it on stream 1)."""
+    lo, hi = panel_cols
+    with s1:
+        s1.wait_event(panel)
+        tc.syrk(a[c2:c3, lo:hi], a[c2:c3, c2:c3], alpha=-1.0, beta=1.0)
+        if c3 < a.shape[0]:
+            subtract_product(a[c3:, c2:c3], a[c3:, lo:hi], a[c2:c3, lo:hi])
+        done = cp.cuda.Event(disable_timing=True)
+        done.record(s1)
+        if c3 < a.shape[0]:
+            tc.syrk(a[c3:, lo:hi], a[c3:, c3:], alpha=-1.0, beta=1.0)
+    return done
+
+
+def join(s0: cp.cuda.Stream, s1: cp.cuda.Stream) -> None:
+    """Stream 0 waits for stream 1's work so far (nothing if they are one stream)."""
     if s1 is not s0:
-        join = cp.cuda.Event(disable_timing=True)
-        join.record(s1)
-        s0.wait_event(join)
+        done = cp.cuda.Event(disable_timing=True)
+        done.record(s1)
+        s0.wait_event(done)
 
 
-def captured(a: cp.ndarray, nb: int, two: bool) -> cp.cuda.graph.Graph:
-    """The schedule captured into one graph on a fresh stream (stream 1 forked from it)."""
-    s0 = cp.cuda.Stream(non_blocking=True)
+def captured(run: Callable[[tuple], None], two: bool, priority: int = 0) -> cp.cuda.graph.Graph:
+    """``run((s0, s1))`` captured into one graph on a fresh stream of ``priority`` (stream 1
+    forked from it, or stream 0 itself if not ``two``), after one uncaptured run that compiles
+    and allocates the pools' blocks."""
+    s0 = cp.cuda.Stream(non_blocking=True, priority=priority)
     s1 = cp.cuda.Stream(non_blocking=True) if two else s0
     with s0:
-        schedule(a, nb, (s0, s1))  # warm: compiles, allocates the pools' blocks
+        run((s0, s1))
         s0.synchronize()
         s1.synchronize()
         s0.begin_capture()
         fork = cp.cuda.Event(disable_timing=True)
         fork.record(s0)
         s1.wait_event(fork)
-        schedule(a, nb, (s0, s1))
+        run((s0, s1))
         return s0.end_capture()
+
+
+def no_status_reads() -> None:
+    """No status read, and no refusal, inside a capture (tricov.potrf refuses one otherwise):
+    failures go unreported in these experiments."""
+    _frontend.Operands.raise_failure = lambda self, error: None
+    _frontend.refuse_capture = lambda name: None
 
 
 def size(n: int) -> None:
@@ -123,7 +146,7 @@ def size(n: int) -> None:
             for nb in (1024, 768, 512):
                 for two in (True, False):
                     restore()
-                    graph = captured(w, nb, two)
+                    graph = captured(lambda streams, nb=nb: schedule(w, nb, streams), two)
                     t = median_us(restore, graph.launch, 20, 4)
                     err = float(cp.abs(cp.tril(w) - ref).max() / cp.abs(ref).max())
                     print(f"  nb {nb:4d} {'look-ahead' if two else 'one stream'} tile blocks "
@@ -136,9 +159,7 @@ def size(n: int) -> None:
 
 def main(sizes: list[int]) -> None:
     print(torch.cuda.get_device_name(), flush=True)
-    # No status read, and no refusal, inside the capture (tricov.potrf refuses one otherwise)
-    _frontend.Operands.raise_failure = lambda self, error: None
-    _frontend.refuse_capture = lambda name: None
+    no_status_reads()
     for n in sizes:
         size(n)
 

@@ -350,10 +350,25 @@ def test_potrf_by_tiles(cp, cuda, dt, n, order):
                      f"partial factor before {k}")
 
 
+@pytest.fixture
+def panels(cuda, monkeypatch):
+    """The (rows, columns, result) of every ``CUDAExecutor.potrf_panel`` call while the test
+    runs (the calls themselves go through)."""
+    calls = []
+    fused = cuda.CUDAExecutor.potrf_panel
+
+    def spy(self, a, offset):
+        calls.append((a.rows, a.cols, fused(self, a, offset)))
+        return calls[-1][2]
+
+    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_panel", spy)
+    return calls
+
+
 @pytest.mark.parametrize("dt", [dt for dt in DTYPES if dt.char in TILE_POTRF])
 @pytest.mark.parametrize("lag", [0, 3, 100])
 @pytest.mark.parametrize("layout", ["F-sub", "C-sub"])
-def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, dt, lag, layout):
+def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, panels, dt, lag, layout):
     """POTRF's steps as one ``potrf_tiles`` launch each (``CUDAExecutor.potrf_panel``): two
     panels of 150 rows (a short last tile) over the 470 and 320 rows below them (short too),
     for several lags of the rows below, then the last leaf; both triangles (the other one NaN),
@@ -362,14 +377,6 @@ def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, dt, lag, layout):
     and the minor before the failure holds its exact factor."""
     n, leaf, panel = 620, 320, 150  # A11 of 150 rows twice, then the last leaf
     monkeypatch.setattr(cuda.CUDAExecutor, "panel_lag", lag)
-    panels = []
-    fused = cuda.CUDAExecutor.potrf_panel
-
-    def spy(self, a, offset):
-        panels.append((a.rows, a.cols, fused(self, a, offset)))
-        return panels[-1][2]
-
-    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_panel", spy)
     tc.set_leaf_size("gpu", "potrf", dt, leaf)
     tc.set_leaf_size("gpu", "potrf_whole", dt, 1)
     tc.set_leaf_size("gpu", "potrf_panel", dt, panel)
@@ -401,7 +408,7 @@ def test_potrf_panel_by_tiles(cp, cuda, monkeypatch, dt, lag, layout):
 
 
 @pytest.mark.parametrize("order", "FC")
-def test_spotrf_default_panels(cp, cuda, monkeypatch, order):
+def test_spotrf_default_panels(cp, panels, order):
     """Float32 POTRF at the default leaf sizes past the whole-matrix crossover: panels of 276
     rows (``potrf_panel`` cuts the 552 rows above the last leaf in two) and the last leaf of
     2048, both triangles, as accurate as LAPACK's."""
@@ -410,14 +417,6 @@ def test_spotrf_default_panels(cp, cuda, monkeypatch, order):
     nb = leaf_sizes("gpu", np.float32)
     n = nb.potrf + 552
     assert nb.potrf_whole < n <= 2 * nb.potrf and nb.potrf_panel == 512
-    panels = []
-    fused = cuda.CUDAExecutor.potrf_panel
-
-    def spy(self, a, offset):
-        panels.append((a.rows, a.cols, fused(self, a, offset)))
-        return panels[-1][2]
-
-    monkeypatch.setattr(cuda.CUDAExecutor, "potrf_panel", spy)
     rng = make_rng("spotrf-panels", order)
     for uplo in "LU":
         a = random_spd(rng, n, np.float32)
