@@ -63,12 +63,14 @@ _POINTER = struct.Struct("<Q")
 _lock = threading.Lock()
 # Per key: (on the host, the recorded runs or launches, bytes of host arrays they hold).
 _kept: OrderedDict[tuple, tuple[bool, tuple[Any, ...], int]] = OrderedDict()
+_held = [0]  # bytes of host arrays the kept calls hold together (a running sum, under _lock)
 
 
 def clear() -> None:
     """Forget every recorded call."""
     with _lock:
         _kept.clear()
+        _held[0] = 0
 
 
 def key(kind: str, arrays: tuple[Any, ...], options: tuple) -> tuple | None:
@@ -165,11 +167,11 @@ class Recording:
                 return  # a launch without the info array: a replay could not redirect it
             entry = (False, kept, 0)
         with _lock:
+            old = _kept.pop(self.call, None)
             _kept[self.call] = entry
-            _kept.move_to_end(self.call)
-            held = sum(kept[2] for kept in _kept.values())
-            while len(_kept) > 1 and (len(_kept) > CAPACITY or held > HOST_BYTES):
-                held -= _kept.popitem(last=False)[1][2]
+            _held[0] += entry[2] - (old[2] if old is not None else 0)
+            while len(_kept) > 1 and (len(_kept) > CAPACITY or _held[0] > HOST_BYTES):
+                _held[0] -= _kept.popitem(last=False)[1][2]
 
 
 def _frozen(kernel: Any, grid: int, block: int, codes: str, args: tuple, shared: int,
