@@ -18,8 +18,10 @@ checked against the whole-matrix one.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import cupy as cp
 import numpy as np
@@ -57,18 +59,27 @@ def schedule(a: cp.ndarray, nb: int, streams: tuple) -> None:
             tc.potrf(a[lo:hi, lo:hi])
             if hi < n:
                 tc.trsm(a[lo:hi, lo:hi], a[hi:, lo:hi], side="R", trans="T")
-            panel = cp.cuda.Event(disable_timing=True)
-            panel.record(s0)
-            if k + 1 < k_blocks:  # column k+1 by panel k, once stream 1 left it (panel k-1)
-                if k - 1 in ev_next:
-                    s0.wait_event(ev_next[k - 1])
-                nxt = cut[k + 2]
-                tc.syrk(a[hi:nxt, lo:hi], a[hi:nxt, hi:nxt], alpha=-1.0, beta=1.0)
-                if nxt < n:
-                    subtract_product(a[nxt:, hi:nxt], a[nxt:, lo:hi], a[hi:nxt, lo:hi])
+            if k + 1 < k_blocks:
+                panel = next_block_column(a, (lo, hi), cut[k + 2], s0, ev_next.get(k - 1))
         if k + 2 < k_blocks:
             ev_next[k] = rest_of_update(a, (lo, hi), cut[k + 2], cut[k + 3], s1, panel)
     join(s0, s1)
+
+
+def next_block_column(a: cp.ndarray, panel_cols: tuple[int, int], nxt: int, s0: cp.cuda.Stream,
+                      wait: cp.cuda.Event | None) -> cp.cuda.Event:
+    """On stream 0, after the panel: an event (returned), then, once ``wait`` (stream 1's
+    update of this block column by the panel before, if any), the block column from the panel's
+    end to column ``nxt`` less the product of the panel's columns."""
+    lo, hi = panel_cols
+    panel = cp.cuda.Event(disable_timing=True)
+    panel.record(s0)
+    if wait is not None:
+        s0.wait_event(wait)
+    tc.syrk(a[hi:nxt, lo:hi], a[hi:nxt, hi:nxt], alpha=-1.0, beta=1.0)
+    if nxt < a.shape[0]:
+        subtract_product(a[nxt:, hi:nxt], a[nxt:, lo:hi], a[hi:nxt, lo:hi])
+    return panel
 
 
 def rest_of_update(a: cp.ndarray, panel_cols: tuple[int, int], c2: int, c3: int,
@@ -122,11 +133,13 @@ def no_status_reads() -> None:
     _frontend.refuse_capture = lambda name: None
 
 
-def size(n: int) -> None:
-    """The lines of one order."""
+def baseline(n: int, dtype: Any) -> tuple[cp.ndarray, Callable[[], None], cp.ndarray, float]:
+    """An SPD matrix of order ``n`` in a work array (F order), the function that restores the
+    work array, ``tc.potrf``'s factor of it (lower triangle) and torch's time in µs; prints the
+    line of torch and ``tc.potrf``."""
     rng = cp.random.default_rng(n)
     x = rng.standard_normal((n, n), dtype=np.float64)
-    spd = cp.asfortranarray((x @ x.T / n + cp.eye(n)).astype(np.float32))
+    spd = cp.asfortranarray((x @ x.T / n + cp.eye(n)).astype(dtype))
     w = cp.empty_like(spd)
     ta = torch.as_tensor(spd, device="cuda")
 
@@ -135,14 +148,30 @@ def size(n: int) -> None:
 
     t_torch = median_us(lambda: None, lambda: torch.linalg.cholesky(ta), 20, 4)
     t_whole = median_us(restore, lambda: tc.potrf(w), 20, 4)
-    ref = cp.tril(w)
-    print(f"float32 {n}: torch {t_torch:7.0f}  tc.potrf {t_whole:7.0f} "
+    print(f"{np.dtype(dtype).name} {n}: torch {t_torch:7.0f}  tc.potrf {t_whole:7.0f} "
           f"(x{t_torch / t_whole:.2f})", flush=True)
+    return w, restore, cp.tril(w), t_torch
+
+
+@contextlib.contextmanager
+def tile_blocks(itemsize: int, blocks: int | None) -> Iterator[None]:
+    """``potrf_tiles`` held to ``blocks`` blocks of threads per multiprocessor (None: as
+    tricov sets it) meanwhile."""
+    saved = dict(tc_cuda.TILE_BLOCKS)
+    if blocks:
+        tc_cuda.TILE_BLOCKS[itemsize] = blocks
+    try:
+        yield
+    finally:
+        tc_cuda.TILE_BLOCKS.clear()
+        tc_cuda.TILE_BLOCKS.update(saved)
+
+
+def size(n: int) -> None:
+    """The lines of one order."""
+    w, restore, ref, t_torch = baseline(n, np.float32)
     for blocks in (None, 1):
-        saved = dict(tc_cuda.TILE_BLOCKS)
-        if blocks:
-            tc_cuda.TILE_BLOCKS[4] = blocks
-        try:
+        with tile_blocks(4, blocks):
             for nb in (1024, 768, 512):
                 for two in (True, False):
                     restore()
@@ -152,9 +181,6 @@ def size(n: int) -> None:
                     print(f"  nb {nb:4d} {'look-ahead' if two else 'one stream'} tile blocks "
                           f"{blocks or 'default'}: {t:7.0f} (x{t_torch / t:.2f}) "
                           f"max diff {err:.1e}", flush=True)
-        finally:
-            tc_cuda.TILE_BLOCKS.clear()
-            tc_cuda.TILE_BLOCKS.update(saved)
 
 
 def main(sizes: list[int]) -> None:

@@ -22,7 +22,15 @@ import sys
 import cupy as cp
 import numpy as np
 import torch
-from exp_potrf_lookahead import captured, join, no_status_reads, rest_of_update, subtract_product
+from exp_potrf_lookahead import (
+    baseline,
+    captured,
+    join,
+    next_block_column,
+    no_status_reads,
+    rest_of_update,
+    tile_blocks,
+)
 from gpu_layouts import median_us
 
 import tricov as tc
@@ -43,7 +51,7 @@ def cuts(n: int, width: int) -> list[int]:
 
 def schedule(a: cp.ndarray, cut: list[int], streams: tuple, keep: list) -> None:
     """Factor ``a`` (F order, lower) along ``cut``; ``streams`` = (s0, s1), or (s0, s0)."""
-    n, last = a.shape[0], len(cut) - 2
+    last = len(cut) - 2
     s0, s1 = streams
     ev_next = {}
     for k in range(last + 1):
@@ -55,52 +63,26 @@ def schedule(a: cp.ndarray, cut: list[int], streams: tuple, keep: list) -> None:
             ex = tc_cuda.CUDAExecutor(a.dtype)
             keep.append(ex)
             ex.potrf_panel(view_of(a[lo:, lo:hi]), 0)
-            panel = cp.cuda.Event(disable_timing=True)
-            panel.record(s0)
-            if k - 1 in ev_next:
-                s0.wait_event(ev_next[k - 1])
-            nxt = cut[k + 2]
-            tc.syrk(a[hi:nxt, lo:hi], a[hi:nxt, hi:nxt], alpha=-1.0, beta=1.0)
-            if nxt < n:
-                subtract_product(a[nxt:, hi:nxt], a[nxt:, lo:hi], a[hi:nxt, lo:hi])
+            panel = next_block_column(a, (lo, hi), cut[k + 2], s0, ev_next.get(k - 1))
         if k + 2 <= last:
             ev_next[k] = rest_of_update(a, (lo, hi), cut[k + 2], cut[k + 3], s1, panel)
     join(s0, s1)
 
 
 def size(n: int, dtype) -> None:
-    rng = cp.random.default_rng(n)
-    x = rng.standard_normal((n, n), dtype=np.float64)
-    spd = cp.asfortranarray((x @ x.T / n + cp.eye(n)).astype(dtype))
-    w = cp.empty_like(spd)
-    ta = torch.as_tensor(spd, device="cuda")
-
-    def restore() -> None:
-        cp.copyto(w, spd)
-
-    t_torch = median_us(lambda: None, lambda: torch.linalg.cholesky(ta), 20, 4)
-    t_whole = median_us(restore, lambda: tc.potrf(w), 20, 4)
-    ref = cp.tril(w)
-    print(f"{np.dtype(dtype).name} {n}: torch {t_torch:7.0f}  tc.potrf {t_whole:7.0f} "
-          f"(x{t_torch / t_whole:.2f})", flush=True)
+    w, restore, ref, t_torch = baseline(n, dtype)
     high = -100  # CUDA clamps it to the device's greatest priority
     variants = [(512, True, 0, None), (512, False, 0, None), (512, True, high, None),
                 (512, True, 0, 1), (384, True, 0, None), (768, True, 0, None),
                 (1024, True, 0, None)]
     for width, two, priority, blocks in variants:
-        saved = dict(tc_cuda.TILE_BLOCKS)
-        if blocks:
-            tc_cuda.TILE_BLOCKS[np.dtype(dtype).itemsize] = blocks
         keep: list = []
-        try:
+        with tile_blocks(np.dtype(dtype).itemsize, blocks):
             restore()
             cut = cuts(n, width)
             graph = captured(lambda streams, cut=cut, keep=keep: schedule(w, cut, streams, keep),
                              two, priority)
             t = median_us(restore, graph.launch, 20, 4)
-        finally:
-            tc_cuda.TILE_BLOCKS.clear()
-            tc_cuda.TILE_BLOCKS.update(saved)
         err = float(cp.abs(cp.tril(w) - ref).max() / cp.abs(ref).max())
         print(f"  width {width:4d} {'look-ahead' if two else 'one stream'}"
               f"{' high priority' if priority else ''}"
