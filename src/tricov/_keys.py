@@ -30,7 +30,16 @@ from . import _plans
 #: the GPU.
 CUDA_DLPACK = (2, 13)
 
-__all__ = ["operand_key"]
+
+def on_cuda(x: Any) -> bool:
+    """Whether ``x`` is a CuPy array or a DLPack tensor of CUDA memory."""
+    cls = type(x)
+    if cls.__module__ == "cupy" and cls.__name__ == "ndarray":
+        return True
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) in CUDA_DLPACK
+
+__all__ = ["CUDA_DLPACK", "on_cuda", "operand_key"]
 
 
 def operand_key(kind: Any, arrays: tuple[Any, ...],
@@ -79,12 +88,8 @@ def _device_part(a: Any, cls: type) -> tuple[int, tuple] | None:
         part = _torch_part(a)
         if part is not None:
             return part
-    elif not (cls.__module__ == "cupy" and cls.__name__ == "ndarray"):
-        try:
-            if int(a.__dlpack_device__()[0]) not in CUDA_DLPACK:
-                return None
-        except AttributeError:
-            return None
+    elif not on_cuda(a):
+        return None
     if cls.__module__ != "cupy":
         import cupy
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from .. import _options as opt
 from .._errors import NotPositiveDefiniteError, SingularMatrixError
-from .._frontend import _is_cupy, real_scalar, refuse_capture, scalar
-from .._keys import CUDA_DLPACK
+from .._frontend import real_scalar, refuse_capture, scalar
+from .._keys import on_cuda
 from .._views import Mat
 from ..backends.cuda_libs import read_small
 from . import _replay
@@ -146,11 +146,7 @@ def _replayed(kind: str, arrays: tuple[Any, ...], options: tuple, result: Any,
 def _on_gpu(x: Any) -> bool:
     """Whether a stack, or the first member of a list, is a CuPy array or a DLPack tensor of a
     CUDA device."""
-    first = x[0] if isinstance(x, (list, tuple)) and len(x) else x
-    if _is_cupy(first):
-        return True
-    device = getattr(first, "__dlpack_device__", None)
-    return device is not None and int(device()[0]) in CUDA_DLPACK
+    return on_cuda(x[0] if isinstance(x, (list, tuple)) and len(x) else x)
 
 
 def _raise_failures(info: np.ndarray, error: type, result: Any) -> Any:
