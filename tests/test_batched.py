@@ -452,17 +452,21 @@ def test_thread_partition(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("n", [4, 8, 12])
-def test_potrf_compiled_orders(n: int, dtype: np.dtype) -> None:
-    """POTRF of the orders whose chunk loop is compiled for the order (small._work), upper and
-    lower, C order and strided sub-views, a partial last chunk and two failing members: each
-    member's factor and info, the other triangle and the buffer around them untouched."""
+@pytest.mark.parametrize("n", [4, 8, 12, 15, 16, 17, 18, 33])
+def test_potrf_lane_orders(n: int, dtype: np.dtype) -> None:
+    """POTRF of the orders whose chunk loop is compiled for the order (4, 8, 12: small._work)
+    and of real orders run by panels of four columns (from small.PANEL_MIN: every remainder
+    of the order by four), upper and lower, C order and strided sub-views, a partial last chunk
+    and failing members (at the first, a middle and the last column of a panel): each member's
+    factor and info, the other triangle and the buffer around them untouched."""
     from tricov.kernels.numba import small
 
+    assert small.PANEL_MIN <= 15
     count = 2 * small.lanes_for(dtype) + 3
     rng = make_rng("batched-compiled-orders", n, str(dtype))
     spd = spd_stack(rng, n, dtype, (count,))
-    bad = {1: n, count - 1: max(1, n // 2)}  # a pivot turned negative at that order
+    # a pivot turned negative at that order
+    bad = {1: n, 2: 1, count - 2: min(n, 6), count - 1: max(1, n // 2)}
     for k, order in bad.items():
         spd[k, order - 1, order - 1] = -abs(spd[k, order - 1, order - 1]) - n
     for uplo, layout in (("L", "C"), ("U", "F-sub"), ("L", "strided")):

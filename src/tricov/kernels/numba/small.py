@@ -35,8 +35,10 @@ POTRF of orders 4, 8 and 12 runs a copy of the chunk loop compiled for that orde
 loops over the order have constant trip counts (unrolled, constant masks and offsets). Order 12
 gained about 12% that way (float64, 10240 members, ``benchmarks/cpu_potrf_lanes12.txt``); order
 16 lost on one thread, so it keeps the general loop (each copy costs about 4 s of compilation
-per dtype). Square operands of the sizes of :data:`PREFETCH_BYTES` are prefetched two chunks
-ahead, so that their memory traffic overlaps the arithmetic of the chunks before them.
+per dtype). Real POTRF from order :data:`PANEL_MIN` runs by panels of four columns, blocks of
+four rows by four columns sharing their loads (:func:`_potrf_panels`). Square operands of the
+sizes of :data:`PREFETCH_BYTES` are prefetched two chunks ahead, so that their memory traffic
+overlaps the arithmetic of the chunks before them.
 
 Failures are per member: POTRF records the first non-positive (or NaN) pivot of each member
 (LAPACK's ``info``) and keeps going, so one failing member never changes the others; TRTRI and
@@ -125,9 +127,30 @@ def _stride(k):
     return k if k <= 16 else k | 1
 
 
+#: Real orders from which POTRF runs by panels of four columns (:func:`_potrf_panels`): one
+#: column at a time, each of its products loads an element of the row being solved and one of
+#: the pivot's row (1.25 loads a multiply-add by blocks of four rows), by panels a block of four
+#: rows by four columns shares them (0.5). Float64 on one Zen 4 thread, 10240 members, ms
+#: (``benchmarks/cpu_potrf_panels.txt``): order 15 1.55 -> 1.41-1.45, 32 9.9-10.1 -> 8.8;
+#: orders up to 14 keep the columns (the panels' idle columns and rows outweigh the gain: order
+#: 5 0.36 -> 0.45). Complex data keeps the columns at every order: its products already do four
+#: multiply-adds per pair of loads, and the panels gained nothing.
+PANEL_MIN = 15
+
+
 @njit(cache=True, fastmath=_FAST)
 def _potrf(s, n, lt, z, info):
     """Left-looking Cholesky of the lower triangle of T; ``info`` per lane (0 = success)."""
+    if ewidth(z) == nlanes(z) and n >= PANEL_MIN:
+        _potrf_panels(s, n, lt, z, info)
+    else:
+        _potrf_columns(s, n, lt, z, info)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _potrf_columns(s, n, lt, z, info):
+    """:func:`_potrf` one column at a time (the pivot's dot product, then the rows below it by
+    blocks of four)."""
     ew = ewidth(z)
     rs = lt * ew
     for j in range(n):
@@ -170,6 +193,123 @@ def _potrf(s, n, lt, z, info):
                 a = efnmac(eload(s, ri + k * ew, z), eload(s, rj + k * ew, z), a)
             estore(s, ri + j * ew, emulre(a, inv))
             i += 1
+
+
+@register_jitable
+def _minus4(x, b0, b1, b2, b3, a):
+    """``a[c] - x conj(b_c)`` for the four columns of a row of a panel block."""
+    return (efnmac(x, b0, a[0]), efnmac(x, b1, a[1]), efnmac(x, b2, a[2]),
+            efnmac(x, b3, a[3]))
+
+
+@register_jitable
+def _panel_block(s, p0, p1, p2, p3, q0, q1, q2, q3, c0, c1, c2, c3, k1, z):
+    """Rows at ``p0 .. p3`` of the panel's columns at ``c0 .. c3``, less the products of the
+    columns ``k < k1`` of those rows and of the panel's rows at ``q0 .. q3``."""
+    ew = ewidth(z)
+    r0 = (eload(s, p0 + c0, z), eload(s, p0 + c1, z), eload(s, p0 + c2, z), eload(s, p0 + c3, z))
+    r1 = (eload(s, p1 + c0, z), eload(s, p1 + c1, z), eload(s, p1 + c2, z), eload(s, p1 + c3, z))
+    r2 = (eload(s, p2 + c0, z), eload(s, p2 + c1, z), eload(s, p2 + c2, z), eload(s, p2 + c3, z))
+    r3 = (eload(s, p3 + c0, z), eload(s, p3 + c1, z), eload(s, p3 + c2, z), eload(s, p3 + c3, z))
+    for k in range(k1):
+        o = k * ew
+        b0, b1 = eload(s, q0 + o, z), eload(s, q1 + o, z)
+        b2, b3 = eload(s, q2 + o, z), eload(s, q3 + o, z)
+        r0 = _minus4(eload(s, p0 + o, z), b0, b1, b2, b3, r0)
+        r1 = _minus4(eload(s, p1 + o, z), b0, b1, b2, b3, r1)
+        r2 = _minus4(eload(s, p2 + o, z), b0, b1, b2, b3, r2)
+        r3 = _minus4(eload(s, p3 + o, z), b0, b1, b2, b3, r3)
+    return r0, r1, r2, r3
+
+
+@register_jitable
+def _pivot(s, a, col, n, info):
+    """Square root and its inverse of the pivot ``a``; lanes whose pivot is not positive get
+    ``info = col + 1`` unless they already failed (only for a column ``col < n``)."""
+    d = ere(a)
+    bad = vnotpos(d)
+    if bad and col < n:
+        for lane in range(len(info)):
+            if bad >> lane & 1 and info[lane] == 0:
+                info[lane] = col + 1
+    root = vsqrt(d)
+    return root, vdiv(vfill(s, 1.0), root)
+
+
+@register_jitable
+def _panel_row(s, p, a, c0, c1, c2, c3, jb, factor, inv):
+    """Store the row at ``p`` of the panel's first ``jb`` columns: ``a L^-H``, ``L`` the
+    panel's diagonal block (``factor``: its strict lower part by rows, ``inv``: the inverses
+    of its diagonal)."""
+    l10, l20, l21, l30, l31, l32 = factor
+    x0 = emulre(a[0], inv[0])
+    x1 = emulre(efnmac(x0, l10, a[1]), inv[1])
+    x2 = emulre(efnmac(x1, l21, efnmac(x0, l20, a[2])), inv[2])
+    x3 = emulre(efnmac(x2, l32, efnmac(x1, l31, efnmac(x0, l30, a[3]))), inv[3])
+    estore(s, p + c0, x0)
+    if jb > 1:
+        estore(s, p + c1, x1)
+    if jb > 2:
+        estore(s, p + c2, x2)
+    if jb > 3:
+        estore(s, p + c3, x3)
+
+
+@njit(cache=True, fastmath=_FAST)
+def _potrf_panels(s, n, lt, z, info):
+    """:func:`_potrf` by panels of four columns.
+
+    Each panel's rows are computed by blocks of four: sixteen sums over the columns left of the
+    panel, four loads of the panel's rows and four of the block's per column (the diagonal
+    block's upper half is computed and dropped). Rows and columns past ``n`` (the last panel
+    or block) repeat row ``n - 1``; their results are never stored nor tested.
+    """
+    ew = ewidth(z)
+    rs = lt * ew
+    last = n - 1
+    for j0 in range(0, n, 4):
+        q0, q1 = j0 * rs, min(j0 + 1, last) * rs
+        q2, q3 = min(j0 + 2, last) * rs, min(j0 + 3, last) * rs
+        c0, c1 = j0 * ew, min(j0 + 1, last) * ew
+        c2, c3 = min(j0 + 2, last) * ew, min(j0 + 3, last) * ew
+        a0, a1, a2, a3 = _panel_block(s, q0, q1, q2, q3, q0, q1, q2, q3, c0, c1, c2, c3, j0, z)
+        root0, inv0 = _pivot(s, a0[0], j0, n, info)
+        l10, l20, l30 = emulre(a1[0], inv0), emulre(a2[0], inv0), emulre(a3[0], inv0)
+        root1, inv1 = _pivot(s, efnmac(l10, l10, a1[1]), j0 + 1, n, info)
+        l21 = emulre(efnmac(l20, l10, a2[1]), inv1)
+        l31 = emulre(efnmac(l30, l10, a3[1]), inv1)
+        root2, inv2 = _pivot(s, efnmac(l21, l21, efnmac(l20, l20, a2[2])), j0 + 2, n, info)
+        l32 = emulre(efnmac(l31, l21, efnmac(l30, l20, a3[2])), inv2)
+        root3, inv3 = _pivot(s, efnmac(l32, l32, efnmac(l31, l31, efnmac(l30, l30, a3[3]))),
+                             j0 + 3, n, info)
+        estore(s, q0 + c0, efromre(root0, z))
+        if j0 + 1 < n:
+            estore(s, q1 + c0, l10)
+            estore(s, q1 + c1, efromre(root1, z))
+        if j0 + 2 < n:
+            estore(s, q2 + c0, l20)
+            estore(s, q2 + c1, l21)
+            estore(s, q2 + c2, efromre(root2, z))
+        if j0 + 3 < n:
+            estore(s, q3 + c0, l30)
+            estore(s, q3 + c1, l31)
+            estore(s, q3 + c2, l32)
+            estore(s, q3 + c3, efromre(root3, z))
+        for i0 in range(j0 + 4, n, 4):
+            p0, p1 = i0 * rs, min(i0 + 1, last) * rs
+            p2, p3 = min(i0 + 2, last) * rs, min(i0 + 3, last) * rs
+            b0, b1, b2, b3 = _panel_block(s, p0, p1, p2, p3, q0, q1, q2, q3, c0, c1, c2, c3,
+                                          j0, z)
+            factor = (l10, l20, l21, l30, l31, l32)
+            inv = (inv0, inv1, inv2, inv3)
+            jb = min(4, n - j0)
+            _panel_row(s, p0, b0, c0, c1, c2, c3, jb, factor, inv)
+            if i0 + 1 < n:
+                _panel_row(s, p1, b1, c0, c1, c2, c3, jb, factor, inv)
+            if i0 + 2 < n:
+                _panel_row(s, p2, b2, c0, c1, c2, c3, jb, factor, inv)
+            if i0 + 3 < n:
+                _panel_row(s, p3, b3, c0, c1, c2, c3, jb, factor, inv)
 
 
 @njit(cache=True, fastmath=_FAST)
