@@ -597,13 +597,27 @@ def _transfer(s, at0, rs, cs, rows, cols, tri, strict, addrs, b0, sel, ld, tr, r
 @njit(cache=True)
 def _region_bits(e0, cnt, mrows, tri, strict, tr, rev, epr):
     """Bit mask of the reals of the memory elements ``e0 .. e0+cnt-1`` (column-major, ``mrows``
-    rows) that lie in the operand's region (see :func:`_rows_of`)."""
+    rows) that lie in the operand's region (see :func:`_rows_of`).
+
+    Orders 2, 4 and 8 test element by element (divisions by a power of two; the chunk loops
+    compiled for orders 4 and 8 fold the masks to constants); other orders take the columns
+    the block spans, one run of bits each: no division per element. Float32 POTRF of 10240
+    members on one thread went 0.69-0.71 -> 0.49-0.55 ms at order 12 and 1.23-1.32 -> 1.02-1.14
+    at 16, float64 0.37 -> 0.32-0.34 at 5 (``benchmarks/cpu_potrf_panels.txt``).
+    """
     bits = 0
-    for q in range(cnt):
-        r, c = (e0 + q) % mrows, (e0 + q) // mrows
+    if mrows <= 8 and mrows & (mrows - 1) == 0:
+        for q in range(cnt):
+            r, c = (e0 + q) % mrows, (e0 + q) // mrows
+            lo, hi = _rows_of(c, mrows, tri, strict, tr, rev)
+            if lo <= r < hi:
+                bits |= ((1 << epr) - 1) << (q * epr)
+        return bits
+    for c in range(e0 // mrows, (e0 + cnt - 1) // mrows + 1):
         lo, hi = _rows_of(c, mrows, tri, strict, tr, rev)
-        if lo <= r < hi:
-            bits |= ((1 << epr) - 1) << (q * epr)
+        first, last = max(lo + c * mrows, e0), min(hi + c * mrows, e0 + cnt)
+        if first < last:
+            bits |= ((1 << ((last - first) * epr)) - 1) << ((first - e0) * epr)
     return bits
 
 
