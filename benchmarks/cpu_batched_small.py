@@ -1,7 +1,8 @@
 """Batched POTRF of small orders on the CPU against ``numpy.linalg.cholesky``, 1 and 2 threads.
 
 Run: ``python benchmarks/cpu_batched_small.py [REPS]``. Times are the minimum over ``REPS``
-repeats (default 25); tricov's time is that of a copy and the call, less that of the copy.
+rounds (default 25), each of which times every contender once, in turn (:func:`interleaved`);
+tricov's time is that of a copy and the call, less that of the copy.
 "copy 2t" copies the stack with two threads (members split between them): an in-place call
 reads and writes the whole stack, so it cannot take less, and ``numpy / copy 2t`` ("bound") is
 the most any in-place POTRF could show against NumPy on this machine.
@@ -19,14 +20,17 @@ import numpy as np
 import tricov as tc
 
 
-def best(f: Callable[[], object], reps: int) -> float:
-    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
-    ts = []
+def interleaved(calls: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
+    """Minimum wall time of each call over ``reps`` rounds, in seconds; every round times each
+    call once, in turn, so that load that comes and goes on the machine (the other core taken
+    for a while) spoils a round of every contender rather than all the rounds of one."""
+    ts = {name: float("inf") for name in calls}
     for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
+        for name, f in calls.items():
+            t = time.perf_counter()
+            f()
+            ts[name] = min(ts[name], time.perf_counter() - t)
+    return ts
 
 
 @numba.njit(parallel=True)
@@ -41,14 +45,19 @@ def row(n: int, reps: int, batch: int, rng: np.random.Generator) -> str:
     x = rng.standard_normal((batch, n, n))
     a = x @ x.transpose(0, 2, 1) + n * np.eye(n)
     w = a.copy()
-    t_np = best(lambda: np.linalg.cholesky(a), reps)
-    t_copy = best(lambda: np.copyto(w, a), reps)
-    numba.set_num_threads(2)
-    t_copy2 = best(lambda: parallel_copy(w, a), reps)
-    out = []
-    for threads in (1, 2):
-        numba.set_num_threads(threads)
-        out.append(best(lambda: (np.copyto(w, a), tc.batched.potrf(w)), reps) - t_copy)
+
+    def threads(count: int, f: Callable[[], object]) -> Callable[[], object]:
+        return lambda: (numba.set_num_threads(count), f())
+
+    t = interleaved({
+        "numpy": lambda: np.linalg.cholesky(a),
+        "copy": lambda: np.copyto(w, a),
+        "copy 2t": threads(2, lambda: parallel_copy(w, a)),
+        "1t": threads(1, lambda: (np.copyto(w, a), tc.batched.potrf(w))),
+        "2t": threads(2, lambda: (np.copyto(w, a), tc.batched.potrf(w))),
+    }, reps)
+    t_np, t_copy, t_copy2 = t["numpy"], t["copy"], t["copy 2t"]
+    out = [t["1t"] - t_copy, t["2t"] - t_copy]
     return (f"n={n:3d} numpy {t_np * 1e3:7.3f} ms copy {t_copy * 1e3:6.3f} copy 2t "
             f"{t_copy2 * 1e3:6.3f}  tricov 1t {out[0] * 1e3:7.3f} 2t {out[1] * 1e3:7.3f}  "
             f"x numpy {t_np / out[1]:5.1f} (bound {t_np / t_copy2:5.1f})")
