@@ -485,6 +485,53 @@ def test_potrf_lane_orders(n: int, dtype: np.dtype) -> None:
                 assert_small(potrf_error(full, s.view[k], uplo), dtype, n, f"{uplo} {k}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cholesky_lanes_past_128(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """POTRF, POSV, POTI and TRTRI of order 150 on the lane kernels (their crossover is 256,
+    scratch permitting), upper and lower, C order and strided sub-views, against references;
+    POTRS of that order goes to the executor."""
+    from tricov.batched import _replay
+    from tricov.kernels.numba import small
+
+    n, count = 150, 3
+    ops = set()
+    run = small.run
+    monkeypatch.setattr(small, "run", lambda op, *args: (ops.add(op), run(op, *args)))
+    _replay.clear()  # every call below runs, none is replayed
+    try:
+        _cholesky_past_128(n, count, dtype)
+        tc.batched.potrs(np.linalg.cholesky(spd_stack(make_rng("potrs"), n, dtype, (1,))),
+                         np.ones((1, n, 1), dtype))
+    finally:
+        _replay.clear()
+    assert ops == {small.POTRF, small.TRTRI, small.POSV, small.POTI}, ops
+
+
+def _cholesky_past_128(n: int, count: int, dtype: np.dtype) -> None:
+    rng = make_rng("batched-lanes-past-128", str(dtype))
+    spd = spd_stack(rng, n, dtype, (count,))
+    full = [hermitian_from(spd[k], "L") for k in range(count)]
+    rhs = random_general(rng, (count, n, 2), dtype)
+    for uplo, layout in (("L", "C"), ("U", "F-sub")):
+        s = stacked(spd, layout)
+        assert tc.batched.potrf(s.view, uplo=uplo) is s.view
+        for k in range(count):
+            assert_small(potrf_error(full[k], s.view[k], uplo), dtype, n, f"potrf {uplo} {k}")
+        factor = s.view.copy()
+        t = stacked(factor, "strided")
+        tc.batched.trtri(t.view, uplo=uplo)
+        for k in range(count):
+            assert_small(trtri_error(factor[k], t.view[k], uplo, "N"), dtype, n, f"trtri {k}")
+        a, b = stacked(spd, layout), stacked(rhs, "C")
+        tc.batched.posv(a.view, b.view, uplo=uplo)
+        for k in range(count):
+            assert_small(solve_error(full[k], b.view[k], rhs[k]), dtype, n, f"posv {uplo} {k}")
+        a = stacked(spd, layout)
+        tc.batched.poti(a.view, uplo=uplo)
+        for k in range(count):
+            assert_small(inverse_error(full[k], a.view[k], uplo), dtype, n, f"poti {uplo} {k}")
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64], ids=str)
 def test_prefetched_views(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """Members small enough to be prefetched ahead of their chunk, as views with a leading

@@ -18,9 +18,18 @@ transposed or conjugated views of memory, and the addresses of the members of ea
 
 The crossover orders were measured on one core of an AVX-512 machine (Zen 4), batches of
 1024, float32 to complex128 (the lane kernels win by 1.5-4x below them): the Cholesky family
-runs its lane kernels (unblocked, dot-product form, SIMD across members) up to 128, past
-OpenBLAS's per-member calls, while TRMM, SYRK and LAUUM, whose per-member BLAS are GEMM-like,
-hand over earlier.
+runs its lane kernels (unblocked, dot-product form, SIMD across members) past OpenBLAS's
+per-member calls, while TRMM, SYRK and LAUUM, whose per-member BLAS are GEMM-like, hand over
+earlier. Since real POTRF runs by panels of four columns (session 35), POTRF, POSV, POTI and
+TRTRI keep the lane kernels up to order 256 (64-128 members, one thread,
+``benchmarks/cpu_batched_crossover.txt``): float64 / float32 POTRF 256 2.1 / 2.4x the executor's
+speed, POSV 256 with 4 right-hand sides 2.3 / 2.7x, POTI 1.05 / 1.4x, TRTRI 1.02x, complex128
+POTRF 160 1.4x. The scratch limit (5 MiB: orders up to 256 of real data with a few right-hand
+sides) hands the rest to the executor: complex128 at 256 (0.99-1.4x on the lanes), and many
+right-hand sides, where the executor's per-member TRSM gains (float64 POTRS of 160 with 160
+right-hand sides 0.85x on the lanes, POSV of 256 with 256 0.78x). POTRS stays at 128 (with as
+many right-hand sides as the order, 0.98x there, 0.85x at 160), POTRI too (1.24x at 160, 0.75x
+at 256).
 """
 
 from __future__ import annotations
@@ -44,10 +53,10 @@ from ._operands import Group, slot_of
 __all__ = ["LANES_MAX", "SCRATCH_BYTES", "CPUEngine"]
 
 #: Largest order run by the lane kernels, per operation (the executor runs above).
-LANES_MAX = {"trsm": 96, "trmm": 32, "herk": 64, "potrf": 128, "trtri": 128, "lauum": 80,
-             "potri": 128, "poti": 128, "potrs": 128, "posv": 128}
+LANES_MAX = {"trsm": 96, "trmm": 32, "herk": 64, "potrf": 256, "trtri": 256, "lauum": 80,
+             "potri": 128, "poti": 256, "potrs": 128, "posv": 256}
 #: Largest scratch of the lane kernels per thread (bytes), beyond which the executor runs.
-SCRATCH_BYTES = 4 << 20
+SCRATCH_BYTES = 5 << 20
 
 
 @contextlib.contextmanager
