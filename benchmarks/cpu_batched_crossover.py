@@ -1,10 +1,10 @@
 """Batched CPU operations on the lane kernels against the per-member executor, past the
-crossovers of ``tricov.batched._cpu`` (``LANES_MAX``, ``SCRATCH_BYTES``).
+crossovers of ``tricov.batched._cpu`` (``LANES_MAX``, ``LANES_MAX_FEW_RHS``, ``SCRATCH_BYTES``).
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/cpu_batched_crossover.py [CASE ...]``, a case
 being ``OP:DTYPE:N[:M]`` (M right-hand sides for potrs / posv / trsm, default 4), by default
 the list below. Each case runs on one thread, 128 members (64 when M > 4), both ways: the
-executor (``LANES_MAX`` of the operation set to 0) and the lane kernels (set past N, with no
+executor (the operation's limits set to 0) and the lane kernels (set past N, with no
 scratch limit). Prints the minimum over three calls, the operands restored before each call
 and the restore timed with it, and the executor's time over the lanes' (above 1: the lanes win).
 """
@@ -56,10 +56,11 @@ def case(spec: str, rng: np.random.Generator) -> str:
             fn(w)
 
     times = []
-    saved = dict(_cpu.LANES_MAX), _cpu.SCRATCH_BYTES
+    saved = dict(_cpu.LANES_MAX), dict(_cpu.LANES_MAX_FEW_RHS), _cpu.SCRATCH_BYTES
     try:
         for lanes in (False, True):
             _cpu.LANES_MAX[op] = n if lanes else 0
+            _cpu.LANES_MAX_FEW_RHS[op] = 0
             _cpu.SCRATCH_BYTES = 1 << 40
             call()
             best = float("inf")
@@ -70,7 +71,9 @@ def case(spec: str, rng: np.random.Generator) -> str:
             times.append(best)
     finally:
         _cpu.LANES_MAX.update(saved[0])
-        _cpu.SCRATCH_BYTES = saved[1]
+        _cpu.LANES_MAX_FEW_RHS.clear()
+        _cpu.LANES_MAX_FEW_RHS.update(saved[1])
+        _cpu.SCRATCH_BYTES = saved[2]
     scratch = (n + 1) * (n + m * with_b + 1) * small.lanes_for(dtype) * np.dtype(dtype).itemsize
     return (f"{spec:24s} executor {times[0] * 1e3:8.2f} ms  lanes {times[1] * 1e3:8.2f} ms  "
             f"ratio {times[0] / times[1]:5.2f}  scratch {scratch / 2**20:5.2f} MiB")

@@ -113,15 +113,17 @@ def on_path(path: str, dtype: np.dtype) -> Iterator[None]:
     """Inside the block, the CPU engine takes ``path`` for ``dtype``."""
     from tricov.batched import _cpu, _replay
 
-    saved = dict(_cpu.LANES_MAX)
+    saved = dict(_cpu.LANES_MAX), dict(_cpu.LANES_MAX_FEW_RHS)
     if path != "lanes":
-        _cpu.LANES_MAX.update(dict.fromkeys(saved, 0))
+        for limits in (_cpu.LANES_MAX, _cpu.LANES_MAX_FEW_RHS):
+            limits.update(dict.fromkeys(limits, 0))
     _replay.clear()  # calls recorded on another path
     try:
         with batched_leaf(dtype, 16 if path == "recursion" else None):
             yield
     finally:
-        _cpu.LANES_MAX.update(saved)
+        _cpu.LANES_MAX.update(saved[0])
+        _cpu.LANES_MAX_FEW_RHS.update(saved[1])
         _replay.clear()
 
 
@@ -489,8 +491,8 @@ def test_potrf_lane_orders(n: int, dtype: np.dtype) -> None:
 def test_cholesky_lanes_past_128(dtype: np.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """POTRF, POSV, POTI and TRTRI of order 150 on the lane kernels (their crossover is 256,
     scratch permitting), upper and lower, C order and strided sub-views, against references;
-    POTRS of that order goes to the executor."""
-    from tricov.batched import _replay
+    POTRS of that order on the lanes with few right-hand sides, else on the executor."""
+    from tricov.batched import _cpu, _replay
     from tricov.kernels.numba import small
 
     n, count = 150, 3
@@ -500,11 +502,17 @@ def test_cholesky_lanes_past_128(dtype: np.dtype, monkeypatch: pytest.MonkeyPatc
     _replay.clear()  # every call below runs, none is replayed
     try:
         _cholesky_past_128(n, count, dtype)
-        tc.batched.potrs(np.linalg.cholesky(spd_stack(make_rng("potrs"), n, dtype, (1,))),
-                         np.ones((1, n, 1), dtype))
+        factor = np.linalg.cholesky(spd_stack(make_rng("potrs"), n, dtype, (1,)))
+        tc.batched.potrs(factor, np.ones((1, n, _cpu.FEW_RHS + 1), dtype))
+        assert small.POTRS not in ops  # many right-hand sides: the executor
+        rhs = random_general(make_rng("potrs-rhs"), (1, n, _cpu.FEW_RHS), dtype)
+        x = rhs.copy()
+        tc.batched.potrs(factor, x)
+        full = factor[0] @ factor[0].conj().T
+        assert_small(solve_error(full, x[0], rhs[0]), dtype, n, "potrs few")
     finally:
         _replay.clear()
-    assert ops == {small.POTRF, small.TRTRI, small.POSV, small.POTI}, ops
+    assert ops == {small.POTRF, small.TRTRI, small.POSV, small.POTI, small.POTRS}, ops
 
 
 def _cholesky_past_128(n: int, count: int, dtype: np.dtype) -> None:
@@ -660,8 +668,10 @@ def test_repeated_host_calls_replay() -> None:
                              alpha=1.0)
             assert_small(err, np.float64, n, f"round {round_} {k}")
     tc.batched.trsm(list(a_mem.reshape(-1, n, n)), list(b_mem.reshape(-1, n, 3)))
+    from tricov.batched._cpu import FEW_RHS
+
     wide = tri_stack(rng, 200, np.float64, "L")  # above the lane kernels of TRSM
-    tc.batched.trsm(wide, np.ones(BATCH + (200, 1)))
+    tc.batched.trsm(wide, np.ones(BATCH + (200, FEW_RHS + 1)))
     assert len(_replay._kept) == 1
     tc.set_cuda_graphs(False)
     try:

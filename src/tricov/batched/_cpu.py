@@ -6,8 +6,9 @@ that is lower or upper, a lower factor, a lower triangle of C, operands that may
 transposed or conjugated views of memory, and the addresses of the members of each operand
 (:class:`~tricov.batched._operands.Group`). Which path runs is decided per call:
 
-* order ``n`` at most :data:`LANES_MAX` of the operation (and a scratch of at most
-  :data:`SCRATCH_BYTES` per thread): the lane kernels of :mod:`tricov.kernels.numba.small`,
+* order ``n`` at most :data:`LANES_MAX` of the operation (:data:`LANES_MAX_FEW_RHS` with few
+  right-hand sides) and a scratch of at most :data:`SCRATCH_BYTES` per thread: the lane
+  kernels of :mod:`tricov.kernels.numba.small`,
   one canonical variant per operation, every other variant reached through the pack
   descriptors below, POSV/POTRS/POTRI/POTI fused;
 * larger: :class:`~tricov.backends.batched_cpu.BatchedCPUExecutor` under the recursions of
@@ -50,11 +51,20 @@ from ..backends.cpu_blas import one_thread
 from ..kernels.numba import members, small
 from ._operands import Group, slot_of
 
-__all__ = ["LANES_MAX", "SCRATCH_BYTES", "CPUEngine"]
+__all__ = ["FEW_RHS", "LANES_MAX", "LANES_MAX_FEW_RHS", "SCRATCH_BYTES", "CPUEngine"]
 
 #: Largest order run by the lane kernels, per operation (the executor runs above).
 LANES_MAX = {"trsm": 96, "trmm": 32, "herk": 64, "potrf": 256, "trtri": 256, "lauum": 80,
              "potri": 128, "poti": 256, "potrs": 128, "posv": 256}
+#: Right-hand sides up to which :data:`LANES_MAX_FEW_RHS` applies.
+FEW_RHS = 8
+#: Largest order run by the lane kernels with at most :data:`FEW_RHS` right-hand sides, where
+#: it is above :data:`LANES_MAX`: there the executor's per-member solves are matrix-vector
+#: work, and the lanes ran 1.1-2.3x faster up to 256 in every dtype (one thread,
+#: ``benchmarks/cpu_batched_crossover.txt``: float64 TRSM 256 x 4 1.49x, POTRS 256 x 1 1.63x,
+#: 256 x 8 1.28x / 1.59x); with 16 or more the executor catches up (float32 TRSM 256 x 16
+#: 0.93x, float64 256 x 32 0.89x).
+LANES_MAX_FEW_RHS = {"trsm": 256, "potrs": 256}
 #: Largest scratch of the lane kernels per thread (bytes), beyond which the executor runs.
 SCRATCH_BYTES = 5 << 20
 
@@ -90,7 +100,10 @@ class CPUEngine:
     def _small(self, op: str, n: int, m: int = 0) -> bool:
         """Whether the lane kernels run ``op`` on order ``n`` with ``m`` right-hand sides."""
         scratch = (n + 1) * (n + m + 1) * self._lanes * self.dtype.itemsize
-        return n <= LANES_MAX[op] and scratch <= SCRATCH_BYTES
+        largest = LANES_MAX[op]
+        if m <= FEW_RHS:
+            largest = max(largest, LANES_MAX_FEW_RHS.get(op, 0))
+        return n <= largest and scratch <= SCRATCH_BYTES
 
     def replayable(self, op: str, n: int, m: int = 0) -> bool:
         """Whether ``op`` of order ``n`` runs as lane kernels alone (what a replay repeats,
