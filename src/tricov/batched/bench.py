@@ -26,6 +26,8 @@ True
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -91,6 +93,26 @@ def bench_cases(ops: Sequence[str] = OPS, sizes: Sequence[int] = (4, 8, 16, 32, 
                 batch: int = 10240, dtypes: Sequence[str] = ("float64",)) -> list[BatchedCase]:
     """The default grid: every op, order and dtype, square right-hand sides (``nrhs = n``)."""
     return [BatchedCase(op, n, batch, 0, dt) for op in ops for dt in dtypes for n in sizes]
+
+
+#: Copies of a case's operands that a timing holds at once (the operands, the working copies
+#: they are restored into, NumPy's results), for :func:`fitting_batch`.
+COPIES = 6
+
+
+def fitting_batch(case: BatchedCase, memory: int) -> int:
+    """The largest batch, at most ``case.batch``, whose :data:`COPIES` copies of the operands
+    take at most half of ``memory`` bytes (at least 1).
+
+    >>> from tricov.batched.bench import BatchedCase, fitting_batch
+    >>> fitting_batch(BatchedCase("potrf", n=8, batch=10240), 24 << 30)
+    10240
+    >>> fitting_batch(BatchedCase("potrf", n=256, batch=10240), 24 << 30)
+    4096
+    """
+    n, k = case.n, case.k
+    member = (n * n + (n * k if case.op in _RHS_OPS else 0)) * np.dtype(case.dtype).itemsize
+    return max(1, min(case.batch, memory // 2 // (COPIES * member)))
 
 
 #: Per operation, how many times each member's triangle and its n x k operand (B, or A of
@@ -344,7 +366,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     head = (f"{'case':34} {'tricov ms':>10} {'GFLOP/s':>8} {'GB/s':>7} {'of copy':>8} "
             f"{'x numpy':>8} {'x loop':>7}")
     print(head)
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     for case in bench_cases(args.ops, args.sizes, args.batch, args.dtype):
+        batch = fitting_batch(case, memory)
+        if batch < case.batch:
+            print(f"({case.label()}: {batch} members, to fit {memory / 2**30:.0f} GiB of memory)")
+            case = dataclasses.replace(case, batch=batch)
         r = time_case(case, repeats=args.repeats)
         vs_np = f"{r.speedup('numpy'):8.1f}" if "numpy" in r.seconds else f"{'-':>8}"
         print(f"{case.label():34} {r.seconds['tricov'] * 1e3:10.2f} {r.gflops():8.2f} "
