@@ -25,10 +25,10 @@ earlier. Since real POTRF runs by panels of four columns (session 35), POTRF, PO
 TRTRI keep the lane kernels up to order 256 (64-128 members, one thread,
 ``benchmarks/cpu_batched_crossover.txt``): float64 / float32 POTRF 256 2.1 / 2.4x the executor's
 speed, POSV 256 with 4 right-hand sides 2.3 / 2.7x, POTI 1.05 / 1.4x, TRTRI 1.02x, complex128
-POTRF 160 1.4x. The scratch limit (5 MiB: orders up to 256 of real data with a few right-hand
-sides) hands the rest to the executor: complex128 at 256 (0.99-1.4x on the lanes), and many
-right-hand sides, where the executor's per-member TRSM gains (float64 POTRS of 160 with 160
-right-hand sides 0.85x on the lanes, POSV of 256 with 256 0.78x). POTRS stays at 128 (with as
+POTRF 160 1.4x. The scratch limit (:data:`SCRATCH_BYTES`: orders up to 256 with a few
+right-hand sides) hands many right-hand sides to the executor, whose per-member TRSM gains
+there (float64 POTRS of 160 with 160 right-hand sides 0.85x on the lanes, POSV of 256 with 256
+0.78x). POTRS stays at 128 (with as
 many right-hand sides as the order, 0.98x there, 0.85x at 160), POTRI too (1.24x at 160, 0.75x
 at 256).
 """
@@ -65,7 +65,10 @@ FEW_RHS = 8
 #: 256 x 8 1.28x / 1.59x); with 16 or more the executor catches up (float32 TRSM 256 x 16
 #: 0.93x, float64 256 x 32 0.89x).
 LANES_MAX_FEW_RHS = {"trsm": 256, "potrs": 256}
-#: Largest scratch of the lane kernels per thread (bytes), beyond which the executor runs.
+#: Largest scratch of the lane kernels per thread (bytes, twice as many for complex data),
+#: beyond which the executor runs. Complex data of order 256 with few right-hand sides ran on
+#: the lanes at 1.2-2.3x the executor's speed (POTRF, POSV, POTRS, TRSM, TRTRI and POTI in
+#: complex64; complex128 TRTRI 0.95x and POTI 0.99x, the rest 1.2-1.7x).
 SCRATCH_BYTES = 5 << 20
 
 
@@ -99,7 +102,8 @@ class CPUEngine:
     # ------------------------------------------------------------------ helpers
     def _small(self, op: str, n: int, m: int = 0) -> bool:
         """Whether the lane kernels run ``op`` on order ``n`` with ``m`` right-hand sides."""
-        scratch = (n + 1) * (n + m + 1) * self._lanes * self.dtype.itemsize
+        real = self.dtype.itemsize // (2 if self.dtype.kind == "c" else 1)
+        scratch = (n + 1) * (n + m + 1) * self._lanes * real
         largest = LANES_MAX[op]
         if m <= FEW_RHS:
             largest = max(largest, LANES_MAX_FEW_RHS.get(op, 0))
