@@ -160,14 +160,8 @@ def _potrf_columns(s, n, lt, z, info):
         for k in range(j):
             x = eload(s, rj + k * ew, z)
             d = efnmac(x, x, d)
-        bad = vnotpos(ere(d))
-        if bad:
-            for lane in range(nlanes(z)):
-                if bad >> lane & 1 and info[lane] == 0:
-                    info[lane] = j + 1
-        root = vsqrt(ere(d))
+        root, inv = _pivot(s, d, j, n, info)
         estore(s, ojj, efromre(root, z))
-        inv = vdiv(vfill(s, 1.0), root)
         i = j + 1
         while i + 3 < n:
             r0, r1, r2, r3 = i * rs, (i + 1) * rs, (i + 2) * rs, (i + 3) * rs
@@ -295,14 +289,14 @@ def _potrf_panels(s, n, lt, z, info):
             estore(s, q3 + c1, l31)
             estore(s, q3 + c2, l32)
             estore(s, q3 + c3, efromre(root3, z))
+        factor = (l10, l20, l21, l30, l31, l32)
+        inv = (inv0, inv1, inv2, inv3)
+        jb = min(4, n - j0)
         for i0 in range(j0 + 4, n, 4):
             p0, p1 = i0 * rs, min(i0 + 1, last) * rs
             p2, p3 = min(i0 + 2, last) * rs, min(i0 + 3, last) * rs
             b0, b1, b2, b3 = _panel_block(s, p0, p1, p2, p3, q0, q1, q2, q3, c0, c1, c2, c3,
                                           j0, z)
-            factor = (l10, l20, l21, l30, l31, l32)
-            inv = (inv0, inv1, inv2, inv3)
-            jb = min(4, n - j0)
             _panel_row(s, p0, b0, c0, c1, c2, c3, jb, factor, inv)
             if i0 + 1 < n:
                 _panel_row(s, p1, b1, c0, c1, c2, c3, jb, factor, inv)
