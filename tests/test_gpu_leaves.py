@@ -353,7 +353,10 @@ def test_potrf_by_tiles(cp, cuda, dt, n, order):
 @pytest.fixture
 def panels(cuda, monkeypatch):
     """The (rows, columns, result) of every ``CUDAExecutor.potrf_panel`` call while the test
-    runs (the calls themselves go through)."""
+    runs (the calls themselves go through). Captured plans are forgotten first: a C-ordered
+    lower triangle is the F-ordered upper one once canonical, so an earlier test's plan could
+    replay the test's calls without the recursion (and the spy) ever running."""
+    tc.set_cuda_graphs(True)
     calls = []
     fused = cuda.CUDAExecutor.potrf_panel
 
