@@ -12,23 +12,12 @@ what a change costs in cache and out of it.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import numba
 import numpy as np
+from cpu_batched_small import best
 
 import tricov as tc
-
-
-def best(f: Callable[[], object], reps: int) -> float:
-    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
-    low = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        low = min(low, time.perf_counter() - t)
-    return low
 
 
 def line(n: int, batch: int, rng: np.random.Generator) -> str:

@@ -11,23 +11,12 @@ versions of the code, run it alternately with ``PYTHONPATH`` pointing at each (f
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
 import numba
 import numpy as np
+from cpu_batched_small import best
 
 import tricov as tc
-
-
-def best(f: Callable[[], object], reps: int = 100) -> float:
-    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds."""
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
 
 
 def timing(op: str, n: int, dtype: np.dtype, batch: int, rng: np.random.Generator) -> float:
@@ -44,7 +33,7 @@ def timing(op: str, n: int, dtype: np.dtype, batch: int, rng: np.random.Generato
             "posv": lambda: (np.copyto(wb, b), tc.batched.posv(w, wb)),
             "poti": lambda: tc.batched.poti(w)}[op]
     call()
-    return best(lambda: (np.copyto(w, a), call())) - best(lambda: np.copyto(w, a))
+    return best(lambda: (np.copyto(w, a), call()), 100) - best(lambda: np.copyto(w, a), 100)
 
 
 def main(threads: int, dtype: str, batch: int, orders: str, op: str = "potrf") -> None:

@@ -20,6 +20,18 @@ import numpy as np
 import tricov as tc
 
 
+def best(f: Callable[[], object], reps: int) -> float:
+    """Minimum wall time of ``f()`` over ``reps`` calls, in seconds (the timer of the other
+    CPU scripts: ``cpu_batched_orders.py``, ``cpu_batched_footprint.py``, ``cpu_potrf_split.py``,
+    ``cpu_potrf_lanes.py``)."""
+    low = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        low = min(low, time.perf_counter() - t)
+    return low
+
+
 def interleaved(calls: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
     """Minimum wall time of each call over ``reps`` rounds, in seconds; every round times each
     call once, in turn, so that load that comes and goes on the machine (the other core taken
