@@ -20,7 +20,7 @@ from cpu_batched_small import best
 import tricov as tc
 from tricov.recursive import blas3, cholesky
 
-SPLITS = {"ours": cholesky.potrf_split, "pow2": lambda n, leaf: blas3.split(n)}
+SPLITS = {"ours": cholesky.potrf_split, "pow2": lambda n, leaf, panel=0: blas3.split(n)}
 
 
 def main(reps: int = 30) -> None:

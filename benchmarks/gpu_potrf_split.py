@@ -26,7 +26,7 @@ from tricov.recursive import blas3, cholesky
 
 def main(variant: str) -> None:
     if variant == "pow2":
-        cholesky.potrf_split = lambda n, leaf: blas3.split(n)
+        cholesky.potrf_split = lambda n, leaf, panel=0: blas3.split(n)
     out = []
     for dtype, sizes in ((np.float64, (2600, 3072, 3584, 4000)), (np.float32, (3700, 4000))):
         for n in sizes:
