@@ -26,6 +26,8 @@ import numpy as np
 
 from . import _plans
 
+__all__ = ["CUDA_DLPACK", "on_cuda", "operand_key"]
+
 #: DLPack device types of CUDA memory (kDLCUDA, kDLCUDAManaged): the tensors tricov takes to
 #: the GPU.
 CUDA_DLPACK = (2, 13)
@@ -38,8 +40,6 @@ def on_cuda(x: Any) -> bool:
         return True
     device = getattr(x, "__dlpack_device__", None)
     return device is not None and int(device()[0]) in CUDA_DLPACK
-
-__all__ = ["CUDA_DLPACK", "on_cuda", "operand_key"]
 
 
 def operand_key(kind: Any, arrays: tuple[Any, ...],
