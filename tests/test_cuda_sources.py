@@ -1,4 +1,5 @@
-"""Compile every CUDA kernel template for sm_90 without a GPU, so a broken kernel cannot land.
+"""Compile every CUDA kernel template for sm_90 without a GPU, so a broken kernel cannot land
+(for sm_90a where ``nvrtc.ARCH`` names a source).
 
 Uses nvcc when the machine has it (CI does); the instantiations are those the executors ask
 for at run time (see ``tricov.kernels.instantiations``).
@@ -18,6 +19,15 @@ UNITS = [(src.name, ctype) for src in nvrtc.sources()
          for ctype in sorted(set(instantiations(src.name)) | set(definitions(src.name)))]
 
 
+def _target(source: str) -> list[str]:
+    """nvcc's target options: sm_90, or the source's own architecture alone (``-arch=sm_90a``
+    would add generic compute_90 code, which cannot hold sm_90a's instructions)."""
+    arch = nvrtc.ARCH.get(source)
+    if arch is None:
+        return ["-arch=sm_90"]
+    return ["-gencode", f"arch=compute_{arch[3:]},code={arch}"]
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("source,ctype", UNITS)
 def test_compiles_for_sm90(source, ctype, tmp_path):
@@ -27,7 +37,7 @@ def test_compiles_for_sm90(source, ctype, tmp_path):
     lines += definitions(source).get(ctype, [])
     unit.write_text("\n".join(lines) + "\n")
     result = subprocess.run(
-        [NVCC, "-arch=sm_90", "-std=c++17", "-c", str(unit), "-o", str(tmp_path / "unit.o"),
+        [NVCC, *_target(source), "-std=c++17", "-c", str(unit), "-o", str(tmp_path / "unit.o"),
          f"-I{nvrtc.SOURCE_DIR}", "-Xptxas", "-warn-spills"],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -121,3 +131,26 @@ def test_address_offsets_count_complex_values_twice():
     for at in offsets:
         assert int.from_bytes(host.raw[at:at + 8], "little") == 0xABC0
     assert address_offsets(codes, args, 0xDEF0) == ()
+
+
+def test_fused_tf32_tilings():
+    """The fused split-TF32 kernel's tilings: the widest block that divides the columns, its
+    shared memory within a multiprocessor's, and the depth cut into parts (each of 8 slabs or
+    more) only while the blocks do not yet fill the multiprocessors."""
+    from tricov.kernels import TF32_NARROW, tf32_narrow_smem, tf32_narrow_tiling
+
+    sms, smem = 132, 233472  # an H100
+    for bn, stages in TF32_NARROW.items():
+        assert tf32_narrow_smem(bn, stages) + 1024 <= smem
+    for m in (4, 1000, 2048, 2052, 4096, 8192, 30000):
+        for n in (64, 128, 192, 256, 512):
+            for k in (32, 2048, 2080, 8192):
+                bn, stages, splits = tf32_narrow_tiling(m, n, k, sms, smem)
+                assert n % bn == 0 and (bn == 256 or n % (2 * bn)), (n, bn)
+                assert stages == TF32_NARROW[bn]
+                per_sm = smem // (tf32_narrow_smem(bn, stages) + 1024)
+                blocks = (n // bn) * -(-m // 64)
+                assert splits == 1 or (splits * blocks <= sms * per_sm and 8 * splits <= k // 32)
+    assert tf32_narrow_tiling(8192, 256, 8192, sms, smem) == (256, 3, 1)
+    assert tf32_narrow_tiling(4096, 256, 4096, sms, smem) == (256, 3, 2)
+    assert tf32_narrow_tiling(2048, 64, 2048, sms, smem) == (64, 4, 8)

@@ -332,6 +332,138 @@ def test_split_tf32_at_default_sizes(cp, monkeypatch, dt, kind):
         assert bool(calls) == (enabled and dt == np.float32), len(calls)
 
 
+def _count_fused(monkeypatch):
+    """Record the fused split-TF32 products that run (their shapes)."""
+    from tricov.backends.cuda import CUDAExecutor
+
+    runs = []
+    fused = CUDAExecutor._fused
+
+    def counted(self, *args):
+        ran = fused(self, *args)
+        if ran:
+            runs.append(args[2:5])
+        return ran
+
+    monkeypatch.setattr(CUDAExecutor, "_fused", counted)
+    return runs
+
+
+@pytest.mark.parametrize("m,n,k", [(2052, 64, 2048), (2048, 256, 2080), (8192, 256, 2048),
+                                   (4096, 128, 2048), (8192, 128, 2048)])
+@pytest.mark.parametrize("tb", ["N", "T"])
+def test_fused_tf32_products(cp, monkeypatch, m, n, k, tb):
+    """The fused split-TF32 kernel of narrow float32 products (Hopper only): C = alpha A op(B)
+    + beta C within float32's error bound for sums of k products, ``2 k u (|alpha| |A| |op(B)|
+    + |beta| |C|)``, in place and into another output D (C only read), on views whose leading
+    dimensions exceed their rows, rows that end inside a block (2052), every tiling (64, 128
+    and 256 columns a block) over the whole depth or parts of it (8, 4 and 2 parts at 2052 x
+    64, 2048 x 256, 4096 x 128 on an H100; 65 slabs in 4 parts), op(B) transposed or not, and
+    beta = 0 with NaN in C (not read)."""
+    from tricov.backends import cuda
+
+    runs = _count_fused(monkeypatch)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    rng = np.random.default_rng(m + n + k)
+    lda, ldb, ldc = m + 12, (k if tb == "N" else n) + 4, m + 6
+    a = rng.standard_normal((lda, k)).astype(np.float32)
+    b = rng.standard_normal((ldb, n if tb == "N" else k)).astype(np.float32)
+    ex = cuda.CUDAExecutor(np.dtype(np.float32))
+    for alpha, beta in ((-1.0, 1.0), (2.5, -0.5), (1.0, 0.0)):
+        c0 = rng.standard_normal((ldc, n)).astype(np.float32)
+        if beta == 0.0:
+            c0[:m] = np.nan
+        A, B, C = (cp.asarray(x, order="F") for x in (a, b, c0))
+        ex.raw_gemm(b"N", tb.encode(), m, n, k, alpha, A.data.ptr, lda, B.data.ptr, ldb, beta,
+                    C.data.ptr, ldc)
+        opb = (b[:k, :n] if tb == "N" else b[:n, :k].T).astype(np.float64)
+        a64 = a[:m].astype(np.float64)
+        cm = np.nan_to_num(c0[:m].astype(np.float64)) if beta else np.zeros((m, n))
+        ref = alpha * a64 @ opb + beta * cm
+        scale = abs(alpha) * np.abs(a64) @ np.abs(opb) + abs(beta) * np.abs(cm)
+        got = cp.asnumpy(C)
+        err = np.abs(got[:m] - ref) / (2 * k * 2.0**-24 * scale)
+        assert np.all(err <= 1), (alpha, beta, np.nanmax(err))
+        np.testing.assert_array_equal(got[m:], c0[m:])  # rows below C untouched
+        if beta == 1.0:  # the same product into another output D; C only read
+            D = cp.full((ldc + 2, n), 3.0, dtype=np.float32, order="F")
+            C = cp.asarray(c0, order="F")
+            ex.raw_gemm_into(b"N", tb.encode(), m, n, k, alpha, A.data.ptr, lda, B.data.ptr,
+                             ldb, beta, C.data.ptr, ldc, D.data.ptr, ldc + 2)
+            into = cp.asnumpy(D)
+            assert np.all(np.abs(into[:m] - ref) <= 2 * k * 2.0**-24 * scale)
+            assert np.all(into[m:] == 3.0)
+            np.testing.assert_array_equal(cp.asnumpy(C), c0)
+    assert len(runs) == (4 if cuda._hopper() else 0)
+
+
+def test_fused_tf32_keeps_float32_digits(cp, monkeypatch):
+    """Both operands keep 22 bits in the fused kernel (a one-pass TF32 product keeps 11):
+    multiplied by a matrix of zeros and ones that picks one depth per element, A's values and
+    B's come back to 2^-22 of themselves, as their split parts sum to (tf32.cuh)."""
+    from tricov.backends import cuda
+
+    runs = _count_fused(monkeypatch)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    rng = np.random.default_rng(5)
+    m, n, k = 2048, 64, 2048
+    values = rng.standard_normal((m, k)) * 10.0 ** rng.integers(-20, 20, (m, k))
+    values = values.astype(np.float32)
+    ex = cuda.CUDAExecutor(np.dtype(np.float32))
+
+    def product(a, b):
+        A, B = cp.asarray(a, order="F"), cp.asarray(b, order="F")
+        C = cp.zeros((m, n), dtype=np.float32, order="F")
+        ex.raw_gemm(b"N", b"N", m, n, k, 1.0, A.data.ptr, m, B.data.ptr, k, 0.0, C.data.ptr, m)
+        return cp.asnumpy(C).astype(np.float64)
+
+    cols = (7 * np.arange(n) + 3) % k  # B picks these columns of A
+    picks = np.zeros((k, n), dtype=np.float32)
+    picks[cols, np.arange(n)] = 1.0
+    rows = (5 * np.arange(m)) % k  # A picks these rows of B
+    sel = np.zeros((m, k), dtype=np.float32)
+    sel[np.arange(m), rows] = 1.0
+    for got, expect in ((product(values, picks), values[:, cols]),
+                        (product(sel, values[:k, :n]), values[:k, :n][rows])):
+        err = np.abs(got - expect)
+        assert np.all(err <= 2.0**-22 * np.abs(expect) + 1e-45), err.max()
+    assert len(runs) == (2 if cuda._hopper() else 0)
+
+
+@pytest.mark.parametrize("kind", ["trsm", "trmm"])
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_fused_tf32_in_narrow_solves(cp, monkeypatch, kind, order):
+    """At the default policy a float32 TRSM or TRMM with 256 right-hand sides and 8192 rows
+    runs its single products of 2048 rows and more (the top one, 4096 x 256 x 4096, and a
+    TRSM's two of 2048) as fused split-TF32 kernels on Hopper, keeping float32's backward
+    error; with split TF32 off, none runs."""
+    from tricov.backends import cuda
+
+    runs = _count_fused(monkeypatch)
+    rng = np.random.default_rng(11)
+    n, nrhs = 8192, 256
+    norm = np.linalg.norm
+    for enabled in (True, False):
+        monkeypatch.setattr(tc._precision, "_enabled", enabled)
+        runs.clear()
+        a = _tri(rng, n, np.float32, True)
+        b = _rand(rng, (n, nrhs), np.float32)
+        B = cp.asarray(b, order=order)
+        getattr(tc, kind)(cp.asarray(a, order=order), B)
+        x, t = cp.asnumpy(B).astype(np.float64), a.astype(np.float64)
+        if kind == "trsm":
+            err = norm(t @ x - b, np.inf) / (norm(t, np.inf) * norm(x, np.inf) + norm(b, np.inf))
+        else:
+            err = norm(x - t @ b, np.inf) / (norm(t, np.inf) * norm(b, np.inf))
+        assert err < 30 * n * _eps(np.float32), (enabled, err)
+        if enabled and order == "F" and cuda._hopper():
+            # TRMM's lower levels are strided-batched products, which stay on cuBLAS
+            expect = [(2048, nrhs, 2048)] * 2 * (kind == "trsm") + [(4096, nrhs, 4096)]
+            assert sorted(runs) == expect, runs
+        if not enabled:
+            assert not runs
+
+
 def test_not_positive_definite_order(cp, small_leaves):
     n = 150
     s = np.eye(n)

@@ -56,6 +56,8 @@ from ..kernels import (
     leaf_smem,
     nvrtc,
     square_smem,
+    tf32_narrow_smem,
+    tf32_narrow_tiling,
     tile_smem,
 )
 from . import cuda_libs as lib
@@ -159,6 +161,12 @@ class _Inverses:
                 self.leaf_flags.data.ptr + 4 * q)
 
 
+def _hopper() -> bool:
+    """Whether the current device is a Hopper GPU (compute capability 9.0), the only one whose
+    code may use sm_90a's instructions (:data:`tricov.kernels.nvrtc.ARCH`)."""
+    return nvrtc.capability() == "90"
+
+
 def _whole_tiles(extent: int) -> int:
     """``extent`` rounded down to a multiple of 256 (cuBLAS's tiles), where it is that long."""
     return extent // 256 * 256 if extent >= 256 else max(extent, 1)
@@ -211,6 +219,14 @@ class CUDAExecutor(Executor):
     #: Bytes of device memory the split operands of one GEMM may take at most (larger ones run
     #: on FP32, as do those whose workspace cannot be allocated).
     split_bytes = 1 << 30
+    #: float32 GEMMs too narrow for a split-TF32 GEMM (``m n < split_rows (m + n)``: few
+    #: columns, as in a TRSM or TRMM with few right-hand sides) whose rows and depth are both at
+    #: least ``fused_tf32`` run, on Hopper GPUs (sm_90) and where op(A) is A, as one fused
+    #: split-TF32 kernel (``kernels/cuda/tf32_narrow.cu``: A split in registers, B's parts
+    #: written once). Against cuBLAS's SGEMM on one H100, with 256 / 128 / 64 columns: 1.41 /
+    #: 1.31 / 1.21x as fast at 2048 rows and depth, 1.22-1.75x from 4096 to 8192, 0.79-0.96x at
+    #: 1024 (``benchmarks/gpu_fused_tf32_h100.txt``). 0 turns it off.
+    fused_tf32 = 2048
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -234,7 +250,7 @@ class CUDAExecutor(Executor):
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
                 cls.herk_native, cls.stage_bytes, cls.tile_potrf, cls.panel_lag, cls.split_rows,
-                cls.split_bytes, _precision.split_tf32_enabled())
+                cls.split_bytes, cls.fused_tf32, _precision.split_tf32_enabled())
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -598,8 +614,10 @@ class CUDAExecutor(Executor):
         of one product: rows and columns of C, and depth), else cuBLAS's FP32 GEMMs."""
         if (self.dtype.char != "f" or not _precision.split_tf32_enabled()
                 or m * n < self.split_rows * (m + n) or 2 * k < self.split_rows):
-            self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out, count,
-                       steps)
+            if not (count == 1
+                    and self._fused(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out)):
+                self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out,
+                           count, steps)
             return
         args = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
         # the split operands take 12 bytes (three float32 parts) per element of A and B
@@ -640,18 +658,11 @@ class CUDAExecutor(Executor):
         """One split-TF32 call on ``count`` products (FP32 where the split operands cannot
         be allocated): ``A3 = [lo_A, hi_A, hi_A]`` and ``B3 = [hi_B; lo_B; hi_B]`` along the
         depth, and one TF32 GEMM of depth ``3 k``."""
-        nbytes = 12 * (m + n) * k * count
-        if self._splits is None or self._splits.nbytes < nbytes:
-            import cupy
-
-            try:
-                self._splits = self.xp.empty(nbytes, dtype=np.uint8)
-            except cupy.cuda.memory.OutOfMemoryError:
-                self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out,
-                           count, steps)
-                return
-            self._keep.append(self._splits)
-        a3 = self._splits.data.ptr
+        a3 = self._split_space(12 * (m + n) * k * count)
+        if a3 is None:
+            self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out, count,
+                       steps)
+            return
         b3 = a3 + 12 * m * k * count
         # A's depth runs down its stored rows where op(A) transposes; B's where op(B) does not.
         lda3, sa3 = self._split_into((k, m) if ta != b"N" else (m, k), ta != b"N", a, lda,
@@ -660,6 +671,59 @@ class CUDAExecutor(Executor):
                                      steps[1], b3, count, 0b010)
         self._gemm(True, ta, tb, m, n, 3 * k, alpha, a3, lda3, b3, ldb3, beta, c, ldc, out,
                    count, (sa3, sb3, steps[2]))
+
+    def _split_space(self, nbytes: int) -> int | None:
+        """The address of ``nbytes`` of workspace for split operands (reused product to
+        product; kept alive until the stream has used it), or None where it cannot be
+        allocated."""
+        if self._splits is None or self._splits.nbytes < nbytes:
+            import cupy
+
+            try:
+                self._splits = self.xp.empty(nbytes, dtype=np.uint8)
+            except cupy.cuda.memory.OutOfMemoryError:
+                return None
+            self._keep.append(self._splits)
+        return self._splits.data.ptr
+
+    def _fused(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
+               lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
+               out: tuple[int, int] | None) -> bool:
+        """``C <- alpha A op(B) + beta C`` (into ``out = (D, ldd)`` where given) by the fused
+        split-TF32 kernel where it applies (:attr:`fused_tf32`; its alignments, see
+        ``tf32_narrow.cu``): returns whether it ran. B's parts go first into the split
+        workspace."""
+        d, ldd = (c, ldc) if out is None else out
+        if (self.dtype.char != "f" or not _precision.split_tf32_enabled()
+                or not self.fused_tf32 or min(m, k) < self.fused_tf32 or ta != b"N"
+                or n % 64 or k % 32 or m % 4 or lda % 4 or a % 16 or (ldc | ldd) % 2
+                or (c | d) % 8 or not _hopper()):
+            return False
+        bn, stages, splits = tf32_narrow_tiling(
+            m, n, k, nvrtc.device_attribute("MultiProcessorCount"),
+            nvrtc.device_attribute("MaxSharedMemoryPerMultiprocessor"))
+        parts = self._split_space(8 * k * n + (4 * splits * m * n if splits > 1 else 0))
+        if parts is None:
+            return False
+        sums = parts + 8 * k * n  # the depth's parts' sums, where split
+        nvrtc.function("tf32_narrow.cu", f"tricov::tf32_narrow_parts<{bn}>")(
+            (-(-n * (k // 4) // 256),), (256,), (np.int32(n), np.int32(k), np.uint64(b),
+                                                 np.int64(ldb), np.int32(tb != b"N"),
+                                                 np.uint64(parts)))
+        kernel = nvrtc.function("tf32_narrow.cu", f"tricov::tf32_narrow<{bn}, {stages}>")
+        smem = tf32_narrow_smem(bn, stages)
+        nvrtc.allow_shared(kernel, smem)
+        alpha, beta = np.float32(np.real(alpha)), np.float32(np.real(beta))
+        kernel((n // bn, -(-m // 64), splits), (128,), (
+            np.int32(m), np.int32(n), np.int32(k), alpha, np.uint64(a), np.int64(lda),
+            np.uint64(parts), beta, np.uint64(c), np.int64(ldc), np.uint64(d), np.int64(ldd),
+            np.uint64(sums)), shared_mem=smem)
+        if splits > 1:
+            nvrtc.function("tf32_narrow.cu", "tricov::tf32_narrow_sum")(
+                (-(-m * n // 256),), (256,), (np.int32(m), np.int32(n), np.int32(splits),
+                                              np.uint64(sums), alpha, beta, np.uint64(c),
+                                              np.int64(ldc), np.uint64(d), np.int64(ldd)))
+        return True
 
     def _split_into(self, shape: tuple[int, int], down: bool, src: int, lds: int, step: int,
                     dst: int, count: int, lo_parts: int) -> tuple[int, int]:

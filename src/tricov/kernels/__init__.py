@@ -417,6 +417,32 @@ def cond_split(order: int) -> int:
     return order // min(order, 64)
 
 
+#: Tilings of the fused split-TF32 kernel for narrow float32 products (``tf32_narrow.cu``):
+#: columns of C per block -> stages of its pipeline (each stage a slab of A, 8 KiB, and B's two
+#: parts, 256 bytes per column).
+TF32_NARROW = {64: 4, 128: 3, 256: 3}
+
+
+def tf32_narrow_smem(bn: int, stages: int) -> int:
+    """Bytes of dynamic shared memory of the fused split-TF32 kernel: per stage, a slab of A
+    (64 rows x 32 depths) and B's two parts (32 depths x ``bn`` columns each)."""
+    return stages * (32 * 64 + 2 * 32 * bn) * 4
+
+
+def tf32_narrow_tiling(m: int, n: int, k: int, sms: int, smem: int) -> tuple[int, int, int]:
+    """(columns of C per block, stages, parts of the depth) of the fused split-TF32 kernel for
+    C of ``m x n`` (``n`` a multiple of 64) and depth ``k``, on ``sms`` multiprocessors of
+    ``smem`` bytes of shared memory: the widest blocks that divide ``n`` (A is split once per
+    block column), and the depth cut into parts until the blocks fill the multiprocessors as
+    many times as their shared memory lets them share one, each part keeping 8 slabs of 32 or
+    more."""
+    bn = next(w for w in (256, 128, 64) if n % w == 0)
+    stages = TF32_NARROW[bn]
+    per_sm = max(1, smem // (tf32_narrow_smem(bn, stages) + 1024))
+    tiles = (n // bn) * -(-m // 64)
+    return bn, stages, max(1, min(sms * per_sm // tiles, k // 256))
+
+
 def instantiations(source: str) -> dict[str, list[str]]:
     """Explicit-instantiation declarations of what the executors launch from ``source``.
 
@@ -445,6 +471,14 @@ def instantiations(source: str) -> dict[str, list[str]]:
         return out
     if source == "tf32_split.cu":
         return {"float": []}  # one kernel, not a template
+    if source == "tf32_narrow.cu":
+        return {"float": [
+            *(f"__global__ void tricov::tf32_narrow<{bn}, {stages}>(int, int, int, float, "
+              "const float*, long long, const float*, float, const float*, long long, float*, "
+              "long long, float*)"
+              for bn, stages in TF32_NARROW.items()),
+            *(f"__global__ void tricov::tf32_narrow_parts<{bn}>(int, int, const float*, "
+              "long long, int, float*)" for bn in TF32_NARROW)]}
     if source == "batched_small.cu":
         for t in _TYPES:
             out[t] = [f"__global__ void tricov::batched::zero_pivots<{t}>(long long, long long, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import os
 import struct
 import threading
 from pathlib import Path
@@ -22,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CTYPE", "SOURCE_DIR", "address_offsets", "allow_shared", "function", "kernel",
-           "device_attribute", "launch", "parameter_buffer", "record", "shared_max", "sources"]
+__all__ = ["ARCH", "CTYPE", "SOURCE_DIR", "address_offsets", "allow_shared", "capability",
+           "device_attribute", "function", "kernel", "launch", "parameter_buffer", "record",
+           "shared_max", "sources"]
 
 SOURCE_DIR = Path(__file__).parent / "cuda"
 
@@ -31,6 +33,11 @@ SOURCE_DIR = Path(__file__).parent / "cuda"
 CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
          np.dtype(np.complex64): "tricov::cplx<float>",
          np.dtype(np.complex128): "tricov::cplx<double>"}
+
+
+#: Sources built for one GPU architecture's own features (not forward compatible), by name: the
+#: fused split-TF32 kernel uses Hopper's warpgroup MMA (wgmma), which only sm_90a code may.
+ARCH = {"tf32_narrow.cu": "sm_90a"}
 
 
 def sources() -> list[Path]:
@@ -44,9 +51,38 @@ def function(filename: str, expression: str) -> Any:
     import cupy
 
     code = (SOURCE_DIR / filename).read_text()
+    if filename in ARCH:
+        return _for_arch(code, expression, ARCH[filename])
     module = cupy.RawModule(code=code, options=("-std=c++17", f"-I{SOURCE_DIR}"),
                             name_expressions=(expression,))
     return module.get_function(expression)
+
+
+def _for_arch(code: str, expression: str, arch: str) -> Any:
+    """The kernel ``expression`` of ``code`` built by NVRTC for ``arch`` (CuPy's RawModule
+    picks the device's generic target itself), loaded from a binary in the temporary
+    directory named by its content."""
+    import tempfile
+
+    import cupy
+    from cupy.cuda import nvrtc as nv
+
+    program = nv.createProgram(code, "tricov.cu", [], [])
+    try:
+        nv.addNameExpression(program, expression)
+        try:
+            nv.compileProgram(program, ["-std=c++17", f"-I{SOURCE_DIR}", f"-arch={arch}"])
+        except nv.NVRTCError as err:
+            raise RuntimeError(f"{expression} ({arch}):\n{nv.getProgramLog(program)}") from err
+        binary, lowered = nv.getCUBIN(program), nv.getLoweredName(program, expression)
+    finally:
+        nv.destroyProgram(program)
+    path = Path(tempfile.gettempdir()) / f"tricov-{hashlib.sha256(binary).hexdigest()[:24]}.cubin"
+    if not path.exists():
+        part = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
+        part.write_bytes(binary)
+        part.replace(path)  # atomic: a concurrent process reads a whole binary or none
+    return cupy.RawModule(path=str(path)).get_function(lowered)
 
 
 #: Shared memory a block may take without opting in (CUDA's static limit).
@@ -69,6 +105,20 @@ def device_attribute(name: str) -> int:
     import cupy
 
     return _attribute(cupy.cuda.Device().id, name)
+
+
+@functools.cache
+def _capability(device: int) -> str:
+    import cupy
+
+    return str(cupy.cuda.Device(device).compute_capability)
+
+
+def capability() -> str:
+    """The current device's compute capability as CuPy writes it ("90" for Hopper)."""
+    import cupy
+
+    return _capability(cupy.cuda.Device().id)
 
 
 def shared_max() -> int:

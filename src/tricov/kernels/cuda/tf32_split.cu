@@ -5,19 +5,9 @@
 // A B, is dropped): one TF32 GEMM of depth 3k on operands whose three parts are stacked along
 // k, whose tensor cores read every part exactly (no rounding mode of theirs matters).
 #include "common.cuh"
+#include "tf32.cuh"
 
 namespace tricov {
-
-// x rounded to the nearest TF32 value (ties to even), as float32 bits with the 13 low bits
-// zero; where rounding up would overflow, x truncated; infinities and NaN unchanged.
-__device__ __forceinline__ float tf32_round(float x)
-{
-    unsigned u = __float_as_uint(x);
-    if ((u & 0x7f800000u) == 0x7f800000u) return x;
-    const unsigned r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-    u = (r & 0x7f800000u) == 0x7f800000u ? u & 0xffffe000u : r;
-    return __uint_as_float(u);
-}
 
 // Split the r x c column-major block S (leading dimension lds) into three parts of D, each
 // r x c column-major with leading dimension ldd: part p, at D + p * step, is lo where bit p of
@@ -31,8 +21,8 @@ __global__ void tf32_split(int r, int c, const float* __restrict__ S, long long 
     const int j = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= r || j >= c) return;
     const float x = S[blockIdx.z * sstep + i + j * lds];
-    const float hi = tf32_round(x);
-    const float lo = isfinite(x) ? tf32_round(x - hi) : 0.0f;
+    float hi, lo;
+    tf32_parts(x, hi, lo);
     float* d = D + blockIdx.z * dstep + i + j * ldd;
     for (int p = 0; p < 3; ++p) d[p * step] = (lo_parts >> p) & 1 ? lo : hi;
 }
