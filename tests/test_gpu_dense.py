@@ -430,6 +430,64 @@ def test_fused_tf32_keeps_float32_digits(cp, monkeypatch):
     assert len(runs) == (2 if cuda._hopper() else 0)
 
 
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("n,k", [(2048, 512), (2560, 96)])
+def test_fused_tf32_syrk(cp, monkeypatch, uplo, n, k):
+    """Float32 SYRK of 2048 rows and more as the fused split-TF32 kernel on C's triangle
+    (Hopper only): within float32's bound ``2 k u (|alpha| |A| |A|^T + |beta| |C|)`` on the
+    triangle, the other triangle bitwise as it was, on views whose leading dimensions exceed
+    their rows; with beta = 0 and NaN in C too."""
+    from tricov.backends import cuda
+
+    runs = _count_fused(monkeypatch)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    rng = np.random.default_rng(n + k)
+    lda, ldc = n + 4, n + 8
+    a = rng.standard_normal((lda, k)).astype(np.float32)
+    a64 = a[:n].astype(np.float64)
+    tri = np.tril if uplo == "L" else np.triu
+    mask = tri(np.ones((n, n), dtype=bool))
+    ex = cuda.CUDAExecutor(np.dtype(np.float32))
+    for alpha, beta in ((-1.0, 1.0), (0.5, 0.0)):
+        c0 = rng.standard_normal((ldc, n)).astype(np.float32)
+        if beta == 0.0:
+            c0[:n][mask] = np.nan
+        A, C = cp.asarray(a, order="F"), cp.asarray(c0, order="F")
+        ex.raw_herk(uplo.encode(), b"N", n, k, alpha, A.data.ptr, lda, beta, C.data.ptr, ldc)
+        got = cp.asnumpy(C)
+        cm = np.nan_to_num(c0[:n].astype(np.float64)) if beta else np.zeros((n, n))
+        ref = alpha * a64 @ a64.T + beta * cm
+        scale = abs(alpha) * np.abs(a64) @ np.abs(a64).T + abs(beta) * np.abs(cm)
+        err = np.abs(got[:n] - ref)[mask] / (2 * k * 2.0**-24 * scale[mask])
+        assert np.all(err <= 1), (alpha, beta, err.max())
+        np.testing.assert_array_equal(got[:n][~mask], c0[:n][~mask])
+        np.testing.assert_array_equal(got[n:], c0[n:])
+    assert len(runs) == (2 if cuda._hopper() else 0)
+
+
+@pytest.mark.parametrize("n", [4096, 3584])
+def test_fused_tf32_in_potrf(cp, monkeypatch, n):
+    """A float32 POTRF of 3584 or 4096 rows at the default policy updates its trailing
+    matrices by fused split-TF32 SYRKs on Hopper and keeps float32's backward error; the upper
+    triangle of the input stays as it was."""
+    from tricov.backends import cuda
+
+    runs = _count_fused(monkeypatch)
+    monkeypatch.setattr(tc._precision, "_enabled", True)
+    rng = np.random.default_rng(n)
+    s = _spd(rng, n, np.float32)
+    junk = np.triu(rng.standard_normal((n, n)), 1).astype(np.float32)
+    A = cp.asarray(np.tril(s) + junk, order="F")
+    tc.potrf(A, uplo="L")
+    got = cp.asnumpy(A)
+    lo = np.tril(got).astype(np.float64)
+    err = np.linalg.norm(lo @ lo.T - s, 2) / np.linalg.norm(s, 2)
+    assert err < 30 * n * _eps(np.float32), err
+    np.testing.assert_array_equal(np.triu(got, 1), junk)
+    if cuda._hopper():
+        assert runs and all(shape[0] == shape[1] >= 2048 for shape in runs), runs
+
+
 @pytest.mark.parametrize("kind", ["trsm", "trmm"])
 @pytest.mark.parametrize("order", ["F", "C"])
 def test_fused_tf32_in_narrow_solves(cp, monkeypatch, kind, order):

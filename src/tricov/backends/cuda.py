@@ -227,6 +227,13 @@ class CUDAExecutor(Executor):
     #: 1.31 / 1.21x as fast at 2048 rows and depth, 1.22-1.75x from 4096 to 8192, 0.79-0.96x at
     #: 1024 (``benchmarks/gpu_fused_tf32_h100.txt``). 0 turns it off.
     fused_tf32 = 2048
+    #: float32 SYRKs ``C = alpha A A^T + beta C`` of at least this many rows (A not
+    #: transposed) run as the same fused kernel on C's triangle (its blocks wholly outside it
+    #: skipped, the diagonal's elements masked) where it can, instead of cuBLAS's SSYRK on the
+    #: FP32 units: 4096 x 512 35.7-37.7 against 29.1-32.0 TFLOP/s on one H100, SPOTRF 4096 /
+    #: 8192 (its trailing matrices' SYRKs) 14.7-15.0 -> 15.3 and 29.6-29.8 -> 33.3-33.5
+    #: (``benchmarks/gpu_fused_syrk_h100.txt``). 0 turns it off.
+    fused_syrk = 2048
 
     def __init__(self, dtype: np.dtype, blas_handle: int | None = None) -> None:
         import cupy
@@ -250,7 +257,7 @@ class CUDAExecutor(Executor):
     def settings(cls) -> tuple:
         return (cls.narrow, cls.wide, cls.inverse_cond, cls.inverse_leaf, cls.herk_by_gemm,
                 cls.herk_native, cls.stage_bytes, cls.tile_potrf, cls.panel_lag, cls.split_rows,
-                cls.split_bytes, cls.fused_tf32, _precision.split_tf32_enabled())
+                cls.split_bytes, cls.fused_tf32, cls.fused_syrk, _precision.split_tf32_enabled())
 
     # ------------------------------------------------------------ failures
     def _record(self, status: tuple[int, int], offset: int) -> bool:
@@ -614,7 +621,7 @@ class CUDAExecutor(Executor):
         of one product: rows and columns of C, and depth), else cuBLAS's FP32 GEMMs."""
         if (self.dtype.char != "f" or not _precision.split_tf32_enabled()
                 or m * n < self.split_rows * (m + n) or 2 * k < self.split_rows):
-            if not (count == 1
+            if not (count == 1 and self.fused_tf32 and min(m, k) >= self.fused_tf32
                     and self._fused(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out)):
                 self._gemm(False, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out,
                            count, steps)
@@ -688,14 +695,14 @@ class CUDAExecutor(Executor):
 
     def _fused(self, ta: bytes, tb: bytes, m: int, n: int, k: int, alpha: complex, a: int,
                lda: int, b: int, ldb: int, beta: complex, c: int, ldc: int,
-               out: tuple[int, int] | None) -> bool:
-        """``C <- alpha A op(B) + beta C`` (into ``out = (D, ldd)`` where given) by the fused
-        split-TF32 kernel where it applies (:attr:`fused_tf32`; its alignments, see
-        ``tf32_narrow.cu``): returns whether it ran. B's parts go first into the split
-        workspace."""
+               out: tuple[int, int] | None, fill: int = 0) -> bool:
+        """``C <- alpha A op(B) + beta C`` (into ``out = (D, ldd)`` where given; only its lower
+        triangle for ``fill`` 1, its upper for 2) by the fused split-TF32 kernel where it can
+        run (float32 with split TF32 on, a Hopper GPU, the alignments of ``tf32_narrow.cu``;
+        the callers judge where it pays): returns whether it ran. B's parts go first into the
+        split workspace."""
         d, ldd = (c, ldc) if out is None else out
-        if (self.dtype.char != "f" or not _precision.split_tf32_enabled()
-                or not self.fused_tf32 or min(m, k) < self.fused_tf32 or ta != b"N"
+        if (self.dtype.char != "f" or not _precision.split_tf32_enabled() or ta != b"N"
                 or n % 64 or k % 32 or m % 4 or lda % 4 or a % 16 or (ldc | ldd) % 2
                 or (c | d) % 8 or not _hopper()):
             return False
@@ -717,12 +724,13 @@ class CUDAExecutor(Executor):
         kernel((n // bn, -(-m // 64), splits), (128,), (
             np.int32(m), np.int32(n), np.int32(k), alpha, np.uint64(a), np.int64(lda),
             np.uint64(parts), beta, np.uint64(c), np.int64(ldc), np.uint64(d), np.int64(ldd),
-            np.uint64(sums)), shared_mem=smem)
+            np.int32(fill), np.uint64(sums)), shared_mem=smem)
         if splits > 1:
             nvrtc.function("tf32_narrow.cu", "tricov::tf32_narrow_sum")(
                 (-(-m * n // 256),), (256,), (np.int32(m), np.int32(n), np.int32(splits),
                                               np.uint64(sums), alpha, beta, np.uint64(c),
-                                              np.int64(ldc), np.uint64(d), np.int64(ldd)))
+                                              np.int64(ldc), np.uint64(d), np.int64(ldd),
+                                              np.int32(fill)))
         return True
 
     def _split_into(self, shape: tuple[int, int], down: bool, src: int, lds: int, step: int,
@@ -793,6 +801,10 @@ class CUDAExecutor(Executor):
             self._s(alpha), a, lda, b, ldb, b, ldb), "trmm")
 
     def raw_herk(self, uplo, trans, n, k, alpha, a, lda, beta, c, ldc):
+        if (trans == b"N" and self.fused_syrk and n >= self.fused_syrk
+                and self._fused(b"N", b"T", n, n, k, alpha, a, lda, a, lda, beta, c, ldc, None,
+                                1 if uplo == b"L" else 2)):
+            return  # float32 on Hopper: the fused split-TF32 kernel on the triangle
         if k >= self.herk_by_gemm * n and n < self.herk_native:
             # cuBLAS SYRK/HERK run far below GEMM speed on small C: form the whole block A A^H
             # with GEMM (twice the flops) and update the referenced triangle from it.

@@ -475,7 +475,7 @@ def instantiations(source: str) -> dict[str, list[str]]:
         return {"float": [
             *(f"__global__ void tricov::tf32_narrow<{bn}, {stages}>(int, int, int, float, "
               "const float*, long long, const float*, float, const float*, long long, float*, "
-              "long long, float*)"
+              "long long, int, float*)"
               for bn, stages in TF32_NARROW.items()),
             *(f"__global__ void tricov::tf32_narrow_parts<{bn}>(int, int, const float*, "
               "long long, int, float*)" for bn in TF32_NARROW)]}
