@@ -20,7 +20,9 @@
 // may be C. The fragment rows are permuted: fragment row g of warp w is row 16 w + 2 g of the
 // block, row g + 8 is 16 w + 2 g + 1, so a thread reads each pair of its rows by one 8-byte
 // load, and A's slab in shared memory is swizzled by 16-byte chunks (chunk c of depth kk at
-// c ^ 2 (kk & 3)) so that neither the copies nor the loads conflict. Rates against cuBLAS:
+// c ^ 2 (kk & 3)) so that neither the copies nor the loads conflict. With fill 1 or 2 only the
+// lower or upper triangle of D is written, and blocks wholly outside it return at once: a
+// SYRK's C = alpha A A^T + beta C (op(B) = A^T). Rates against cuBLAS:
 // benchmarks/gpu_fused_tf32.py; the experiments behind the design (mma.sync kernels, tilings):
 // benchmarks/exp_narrow_fused_tf32.py (session 37).
 #include "common.cuh"
