@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import os
 import struct
 import threading
 from pathlib import Path
@@ -58,12 +57,24 @@ def function(filename: str, expression: str) -> Any:
     return module.get_function(expression)
 
 
-def _for_arch(code: str, expression: str, arch: str) -> Any:
-    """The kernel ``expression`` of ``code`` built by NVRTC for ``arch`` (CuPy's RawModule
-    picks the device's generic target itself), loaded from a binary in the temporary
-    directory named by its content."""
+@functools.cache
+def _binaries() -> Path:
+    """A directory of this process's own (mode 0700, removed at exit) for the binaries of
+    :func:`_for_arch`: no other user's file can stand in for one of them."""
+    import atexit
+    import shutil
     import tempfile
 
+    path = Path(tempfile.mkdtemp(prefix="tricov-cubin-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def _for_arch(code: str, expression: str, arch: str) -> Any:
+    """The kernel ``expression`` of ``code`` built by NVRTC for ``arch`` (CuPy's RawModule
+    picks the device's generic target itself), loaded from its binary in this process's own
+    directory (:func:`_binaries`: CuPy loads a module from a file, on each device as it needs
+    it)."""
     import cupy
     from cupy.cuda import nvrtc as nv
 
@@ -77,11 +88,8 @@ def _for_arch(code: str, expression: str, arch: str) -> Any:
         binary, lowered = nv.getCUBIN(program), nv.getLoweredName(program, expression)
     finally:
         nv.destroyProgram(program)
-    path = Path(tempfile.gettempdir()) / f"tricov-{hashlib.sha256(binary).hexdigest()[:24]}.cubin"
-    if not path.exists():
-        part = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.part")
-        part.write_bytes(binary)
-        part.replace(path)  # atomic: a concurrent process reads a whole binary or none
+    path = _binaries() / f"{hashlib.sha256(binary).hexdigest()[:24]}.cubin"
+    path.write_bytes(binary)
     return cupy.RawModule(path=str(path)).get_function(lowered)
 
 

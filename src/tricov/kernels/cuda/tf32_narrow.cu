@@ -123,6 +123,15 @@ __device__ __forceinline__ void wgmma_m64n256k8(float* d, const unsigned* a, uns
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+// The wgmma of a block's BN columns.
+template <int BN>
+__device__ __forceinline__ void wgmma_m64k8(float* d, const unsigned* a, unsigned long long b)
+{
+    if constexpr (BN == 64) wgmma_m64n64k8(d, a, b);
+    else if constexpr (BN == 128) wgmma_m64n128k8(d, a, b);
+    else wgmma_m64n256k8(d, a, b);
+}
+
 // A's parts in the inner loop, where tf32_parts' integer rounding made the whole kernel 1.37x
 // as slow (8192 x 256 x 8192: 644 against 470 us, session 37): hi = x rounded to nearest by the
 // hardware's conversion (ties away from zero,
@@ -260,19 +269,9 @@ tf32_narrow(int m, int n, int k, float alpha, const float* __restrict__ A, long 
         for (int ks = 0; ks < 4; ++ks) {
             const unsigned long long bh = smem_descriptor(bs + 8 * ks * BN, LBO, SBO);
             const unsigned long long bl = smem_descriptor(bs + (32 + 8 * ks) * BN, LBO, SBO);
-            if constexpr (BN == 64) {
-                wgmma_m64n64k8(acc, frag[1][ks], bh);
-                wgmma_m64n64k8(acc, frag[0][ks], bl);
-                wgmma_m64n64k8(acc, frag[0][ks], bh);
-            } else if constexpr (BN == 128) {
-                wgmma_m64n128k8(acc, frag[1][ks], bh);
-                wgmma_m64n128k8(acc, frag[0][ks], bl);
-                wgmma_m64n128k8(acc, frag[0][ks], bh);
-            } else {
-                wgmma_m64n256k8(acc, frag[1][ks], bh);
-                wgmma_m64n256k8(acc, frag[0][ks], bl);
-                wgmma_m64n256k8(acc, frag[0][ks], bh);
-            }
+            wgmma_m64k8<BN>(acc, frag[1][ks], bh);  // lo_A hi_B
+            wgmma_m64k8<BN>(acc, frag[0][ks], bl);  // hi_A lo_B
+            wgmma_m64k8<BN>(acc, frag[0][ks], bh);  // hi_A hi_B
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         // the previous slab's products are done in every warp: its stage and fragments are free
